@@ -1,0 +1,381 @@
+//! Measurement plumbing: the JSON record, the peak-thread sampler (which doubles as the
+//! in-process watchdog), peak RSS, commit and CPU count, the child-process runner with a
+//! wall-clock timeout, and the JSONL / CSV sinks.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// One measurement, printed as one JSON line (and one CSV row).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// Experiment name, e.g. `"fib"`.
+    pub(crate) experiment: String,
+    /// Implementation: `ito`, `tokio`, `rayon` or `seq`.
+    #[serde(rename = "impl")]
+    pub(crate) imp: String,
+    /// Style actually run (`flat`, `wait`, `async`, `join` or `seq`).
+    pub(crate) style: String,
+    /// Argument of fib.
+    pub(crate) n: u64,
+    /// Calls with `n < cutoff` run the sequential `sfib`.
+    pub(crate) cutoff: u64,
+    /// Worker threads of the runtime (1 for `seq`).
+    pub(crate) workers: usize,
+    /// Computed value; `null` when the run produced none.
+    pub(crate) result: Option<u64>,
+    /// Wall-clock seconds of the computation (runtime start-up excluded).
+    pub(crate) seconds: Option<f64>,
+    /// Tasks created: runtime metrics for ito, the T(n) formula otherwise.
+    pub(crate) tasks: Option<u64>,
+    /// Maximum number of OS threads of the process during the run (sampler excluded).
+    pub(crate) peak_threads: Option<usize>,
+    /// Peak resident set size of the process (VmHWM) in bytes.
+    pub(crate) rss_bytes: Option<u64>,
+    /// `git rev-parse --short HEAD` of the working directory, or `"unknown"`.
+    pub(crate) commit: String,
+    /// Number of CPUs available to the process.
+    pub(crate) nproc: usize,
+    /// Whether the run completed with the right result.
+    pub(crate) ok: bool,
+    /// Why the run failed (`"timeout"`, a crash status, a task failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+}
+
+/// The CSV columns, in the order of the JSON fields.
+pub(crate) const CSV_COLUMNS: [&str; 15] = [
+    "experiment",
+    "impl",
+    "style",
+    "n",
+    "cutoff",
+    "workers",
+    "result",
+    "seconds",
+    "tasks",
+    "peak_threads",
+    "rss_bytes",
+    "commit",
+    "nproc",
+    "ok",
+    "error",
+];
+
+impl Record {
+    /// A record with the identifying fields set and no measurement yet (`ok: false`).
+    pub(crate) fn template(
+        experiment: &str,
+        imp: &str,
+        style: &str,
+        n: u64,
+        cutoff: u64,
+        workers: usize,
+    ) -> Self {
+        Record {
+            experiment: experiment.to_owned(),
+            imp: imp.to_owned(),
+            style: style.to_owned(),
+            n,
+            cutoff,
+            workers,
+            result: None,
+            seconds: None,
+            tasks: None,
+            peak_threads: None,
+            rss_bytes: None,
+            commit: commit(),
+            nproc: nproc(),
+            ok: false,
+            error: None,
+        }
+    }
+
+    /// This record marked as failed with `error`.
+    pub(crate) fn failed(mut self, error: impl Into<String>) -> Self {
+        self.ok = false;
+        self.error = Some(error.into());
+        self
+    }
+
+    /// The record as one line of JSON.
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a Record always serializes")
+    }
+}
+
+/// Number of CPUs available to this process.
+pub(crate) fn nproc() -> usize {
+    thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Short commit hash of the working directory's repository, or `"unknown"` (cached).
+pub(crate) fn commit() -> String {
+    static COMMIT: OnceLock<String> = OnceLock::new();
+    COMMIT.get_or_init(git_commit).clone()
+}
+
+fn git_commit() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`).
+pub(crate) fn vm_hwm_bytes() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Current number of OS threads of this process (entries of `/proc/self/task`).
+pub(crate) fn thread_count() -> usize {
+    fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// Called by the sampler with the peak thread count so far when the deadline passes.
+pub(crate) type OnTimeout = Box<dyn FnOnce(usize) + Send>;
+
+/// A thread that samples the process's thread count about every millisecond and keeps the
+/// maximum; with a deadline it also acts as the watchdog of an in-process run.
+pub(crate) struct Sampler {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicUsize>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Starts sampling. If `deadline` is given and the run is still going after its duration,
+    /// the callback is called (from the sampler thread) with the peak so far.
+    pub(crate) fn start(deadline: Option<(Duration, OnTimeout)>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicUsize::new(thread_count()));
+        let handle = {
+            let (stop, peak) = (Arc::clone(&stop), Arc::clone(&peak));
+            thread::Builder::new()
+                .name("ito-bench-sampler".into())
+                .spawn(move || {
+                    let start = Instant::now();
+                    let mut deadline = deadline;
+                    while !stop.load(Ordering::Acquire) {
+                        // The sampler itself is one of the entries.
+                        peak.fetch_max(thread_count().saturating_sub(1), Ordering::AcqRel);
+                        if deadline
+                            .as_ref()
+                            .is_some_and(|(d, _)| start.elapsed() >= *d)
+                        {
+                            let (_, on_timeout) = deadline.take().expect("checked above");
+                            on_timeout(peak.load(Ordering::Acquire));
+                        }
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                })
+                .expect("spawning the sampler thread")
+        };
+        Sampler {
+            stop,
+            peak,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stops sampling and returns the peak thread count (sampler excluded).
+    pub(crate) fn finish(mut self) -> usize {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.peak.fetch_max(thread_count(), Ordering::AcqRel);
+        self.peak.load(Ordering::Acquire)
+    }
+}
+
+/// What a child process left behind.
+pub(crate) struct ChildRun {
+    /// Everything it wrote to stdout.
+    pub(crate) stdout: String,
+    /// Its exit status, or `None` when it ran past the timeout and was killed.
+    pub(crate) status: Option<ExitStatus>,
+}
+
+/// Runs this executable with `args` (stderr inherited), killing it after `timeout`.
+pub(crate) fn run_child(args: &[String], timeout: Duration) -> io::Result<ChildRun> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let mut out = child.stdout.take().expect("stdout is piped");
+    let reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    Ok(ChildRun { stdout, status })
+}
+
+/// The records in a child's stdout (lines that are not records are ignored).
+pub(crate) fn parse_records(stdout: &str) -> Vec<Record> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l.trim()).ok())
+        .collect()
+}
+
+/// The workspace root: the nearest ancestor of the working directory whose `Cargo.toml`
+/// has a `[workspace]` table.
+pub(crate) fn workspace_root() -> io::Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    for dir in cwd.ancestors() {
+        let manifest = dir.join("Cargo.toml");
+        if let Ok(f) = File::open(&manifest) {
+            let is_ws = BufReader::new(f)
+                .lines()
+                .map_while(Result::ok)
+                .any(|l| l.trim() == "[workspace]");
+            if is_ws {
+                return Ok(dir.to_path_buf());
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("no Cargo.toml with [workspace] above {}", cwd.display()),
+    ))
+}
+
+/// Where records go besides stdout: a JSONL file (`--record`) and a CSV file (`--csv`).
+/// Files are opened in append mode per record so that the sink can be cloned into the
+/// watchdog and a killed run still leaves complete lines.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sink {
+    jsonl: Option<PathBuf>,
+    csv: Option<PathBuf>,
+}
+
+impl Sink {
+    /// A sink appending to `jsonl` and writing a fresh CSV (header included) to `csv`.
+    pub(crate) fn new(jsonl: Option<PathBuf>, csv: Option<PathBuf>) -> io::Result<Self> {
+        if let Some(p) = &jsonl {
+            if let Some(dir) = p.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            OpenOptions::new().create(true).append(true).open(p)?;
+        }
+        if let Some(p) = &csv {
+            let mut f = File::create(p)?;
+            writeln!(f, "{}", CSV_COLUMNS.join(","))?;
+        }
+        Ok(Sink { jsonl, csv })
+    }
+
+    /// Prints the record to stdout and appends it to the files.
+    pub(crate) fn emit(&self, rec: &Record) {
+        let line = rec.to_json();
+        let mut stdout = io::stdout().lock();
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+        if let Some(p) = &self.jsonl {
+            if let Err(e) = append_line(p, &line) {
+                eprintln!("ito-bench: cannot append to {}: {e}", p.display());
+            }
+        }
+        if let Some(p) = &self.csv {
+            if let Err(e) = append_line(p, &csv_row(rec)) {
+                eprintln!("ito-bench: cannot append to {}: {e}", p.display());
+            }
+        }
+    }
+}
+
+fn append_line(path: &Path, line: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new().append(true).open(path)?;
+    writeln!(f, "{line}")
+}
+
+/// The record as a CSV row with the columns of [`CSV_COLUMNS`]; `null` becomes empty.
+pub(crate) fn csv_row(rec: &Record) -> String {
+    let value = serde_json::to_value(rec).expect("a Record always serializes");
+    CSV_COLUMNS
+        .iter()
+        .map(|col| match value.get(col) {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) => csv_field(s),
+            Some(v) => v.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_row_matches_columns() {
+        let mut r = Record::template("fib", "ito", "wait", 30, 15, 2).failed("a, \"b\"");
+        r.seconds = Some(0.5);
+        let row = csv_row(&r);
+        assert!(row.starts_with("fib,ito,wait,30,15,2,,0.5,,,,"), "{row}");
+        assert!(row.ends_with(",false,\"a, \"\"b\"\"\""), "{row}");
+    }
+
+    #[test]
+    fn record_round_trips() {
+        let r = Record::template("fib", "tokio", "async", 30, 15, 2);
+        let back = parse_records(&format!("noise\n{}\n", r.to_json()));
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].imp, "tokio");
+        assert!(r.to_json().contains("\"impl\":\"tokio\""));
+        assert!(!r.to_json().contains("error"));
+    }
+
+    #[test]
+    fn sampler_sees_threads() {
+        let s = Sampler::start(None);
+        let hs: Vec<_> = (0..4)
+            .map(|_| thread::spawn(|| thread::sleep(Duration::from_millis(30))))
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        assert!(s.finish() >= 5);
+        assert!(vm_hwm_bytes().unwrap() > 0);
+    }
+}

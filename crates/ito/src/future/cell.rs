@@ -1,0 +1,520 @@
+//! The completion cell: one result, written once, read by many, with a lock-free waiter list.
+//!
+//! Every [`Future`](crate::Future) is a counted handle on a cell. A cell lives in its own
+//! allocation (promises, combinators) or inside a task's allocation (`task::raw`), which is
+//! why it is reached through a [`CellHeader`] with a vtable.
+//!
+//! # The state word
+//!
+//! ```text
+//!  63 ..................................... 3   2          1           0
+//! [ pointer to the newest waiter, or 0    ][COMPLETE][COMPLETING][LOCKED]
+//! ```
+//!
+//! - `COMPLETE`: the value is written and published; the pointer bits are 0 and stay 0 (the
+//!   completer took the list). Terminal. A reader that loads `COMPLETE` with `Acquire` may read
+//!   the value: **reading a completed future is one load**.
+//! - `COMPLETING`: a completer won the race ([`CellHeader::try_claim`]) and is writing the
+//!   value. Registrations still push onto the list; the completer takes it when it publishes.
+//! - `LOCKED`: a thread is editing the list in place (unlinking a waiter whose wait ended
+//!   early, or swapping the waker of an async waiter). Every writer of the word spins while it
+//!   is set; readers do not care. It is held for a handful of instructions.
+//! - pointer: a Treiber stack of [`Waiter`] nodes, newest first, linked through `next`.
+//!
+//! # Who touches what
+//!
+//! - `value`: written once, by the single thread that moved the state into `COMPLETING` (or,
+//!   for a task's cell, by the task, which is the only completer: [`CellHeader::publish`]
+//!   without a claim); read by anyone after observing `COMPLETE`; dropped by `destroy` when the
+//!   last reference goes.
+//! - a waiter's `next`: written by the pusher before its releasing CAS, by the unlinker
+//!   under `LOCKED`, and read by the completer after it took the list. A node leaves the list
+//!   exactly once: unlinked (its owner will not be notified) or taken by the completer (it will
+//!   be notified exactly once).
+//! - `refs`: one count per `Future`/`Promise` handle, per registered combinator that holds
+//!   its target, and (for a task's cell) per queue entry and waker of the task.
+
+use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{self, NonNull};
+
+use crate::Failure;
+use crate::loom::{AtomicUsize, Ordering, UnsafeCell, fence, spin_loop};
+
+const LOCKED: usize = 0b001;
+const COMPLETING: usize = 0b010;
+const COMPLETE: usize = 0b100;
+const PTR_MASK: usize = !0b111;
+
+/// The type-erased front of every cell.
+#[repr(C)]
+pub(crate) struct CellHeader {
+    state: AtomicUsize,
+    refs: AtomicUsize,
+    pub(crate) vtable: &'static CellVTable,
+}
+
+/// What differs between kinds of cells.
+pub(crate) struct CellVTable {
+    /// Drops the value (if any), discards still-registered waiters and frees the allocation.
+    ///
+    /// Called exactly once, by whoever dropped the last reference.
+    pub(crate) destroy: unsafe fn(NonNull<CellHeader>),
+    /// For a task's cell: the task that will complete it, so a waiter can run it inline.
+    pub(crate) task: Option<unsafe fn(NonNull<CellHeader>) -> NonNull<crate::task::Header>>,
+}
+
+/// A cell holding a `Result<T, Failure>` once complete.
+#[repr(C)]
+pub(crate) struct Inner<T> {
+    pub(crate) header: CellHeader,
+    value: UnsafeCell<MaybeUninit<Result<T, Failure>>>,
+}
+
+/// What [`Waiter::call`] is asked to do.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Action {
+    /// The cell completed: react, then never touch the node's shared parts again.
+    Notify,
+    /// The cell is being destroyed without completing: free the node without reacting.
+    Discard,
+}
+
+/// An intrusive list node. Embedded first in every kind of waiter (`repr(C)`), so a
+/// `NonNull<Waiter>` can be cast back by the `call` function that knows the kind.
+#[repr(C, align(8))]
+pub(crate) struct Waiter {
+    next: UnsafeCell<*const Waiter>,
+    call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action),
+}
+
+// SAFETY: a `Waiter` is only reached through the cell's list protocol (module docs), which
+// orders every access to `next` with the state word's acquire/release operations.
+unsafe impl Send for Waiter {}
+// SAFETY: as above.
+unsafe impl Sync for Waiter {}
+
+impl Waiter {
+    /// A node that will be handed to `call` when the cell completes (or is destroyed).
+    pub(crate) fn new(call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action)) -> Self {
+        Waiter {
+            next: UnsafeCell::new(ptr::null()),
+            call,
+        }
+    }
+}
+
+/// Outcome of [`CellHeader::lock`].
+pub(crate) enum Locked<'a> {
+    /// The list is locked; dropping the guard unlocks it.
+    Held(ListGuard<'a>),
+    /// The cell completed: the list was taken by the completer.
+    Complete,
+}
+
+/// The list lock (`LOCKED` bit). Unlocks on drop.
+pub(crate) struct ListGuard<'a> {
+    cell: &'a CellHeader,
+    /// The state word as it was when locked (with `LOCKED` set).
+    state: usize,
+}
+
+impl ListGuard<'_> {
+    /// Unlinks `node` from the list. Returns whether it was found.
+    ///
+    /// # Safety
+    /// `node` must have been pushed on this cell by the caller and not unlinked since.
+    pub(crate) unsafe fn unlink(&mut self, node: NonNull<Waiter>) -> bool {
+        let target = node.as_ptr() as *const Waiter;
+        let head = (self.state & PTR_MASK) as *const Waiter;
+        if head == target {
+            // SAFETY: the caller's node is live (it owns it); we hold the lock, so nobody else
+            // edits `next` fields.
+            let next = unsafe { (*target).next.with(|p| *p) };
+            self.state = (next as usize) | (self.state & !PTR_MASK);
+            return true;
+        }
+        let mut prev = head;
+        while !prev.is_null() {
+            // SAFETY: every node in the list is live until it is unlinked or notified; we hold
+            // the lock, so the list cannot change under us.
+            let next = unsafe { (*prev).next.with(|p| *p) };
+            if next == target {
+                // SAFETY: as above; `target` is live because the caller owns it.
+                let after = unsafe { (*target).next.with(|p| *p) };
+                // SAFETY: as above; `prev` is in the list and we hold the lock.
+                unsafe { (*prev).next.with_mut(|p| *p = after) };
+                return true;
+            }
+            prev = next;
+        }
+        false
+    }
+}
+
+impl Drop for ListGuard<'_> {
+    fn drop(&mut self) {
+        // Nobody else writes the word while LOCKED is set, so a plain store unlocks.
+        self.cell
+            .state
+            .store(self.state & !LOCKED, Ordering::Release);
+    }
+}
+
+impl CellHeader {
+    /// A new, empty header with `refs` references.
+    pub(crate) fn new(refs: usize, vtable: &'static CellVTable) -> Self {
+        CellHeader {
+            state: AtomicUsize::new(0),
+            refs: AtomicUsize::new(refs),
+            vtable,
+        }
+    }
+
+    /// A header that is complete from the start (its cell's value must be written before the
+    /// cell is shared).
+    pub(crate) fn new_complete(refs: usize, vtable: &'static CellVTable) -> Self {
+        CellHeader {
+            state: AtomicUsize::new(COMPLETE),
+            refs: AtomicUsize::new(refs),
+            vtable,
+        }
+    }
+
+    /// Whether the value is published. One `Acquire` load.
+    #[inline]
+    pub(crate) fn is_complete(&self) -> bool {
+        self.state.load(Ordering::Acquire) & COMPLETE != 0
+    }
+
+    /// Adds a reference.
+    #[inline]
+    pub(crate) fn inc_ref(&self) {
+        let old = self.refs.fetch_add(1, Ordering::Relaxed);
+        if old > isize::MAX as usize {
+            std::process::abort();
+        }
+    }
+
+    /// Drops a reference, destroying the cell (and its task, if any) on the last one.
+    ///
+    /// # Safety
+    /// The caller owns one reference to the live cell `this` and gives it up.
+    #[inline]
+    pub(crate) unsafe fn dec_ref(this: NonNull<CellHeader>) {
+        // SAFETY: the caller owns a reference, so the header is live.
+        let header = unsafe { this.as_ref() };
+        if header.refs.fetch_sub(1, Ordering::Release) == 1 {
+            fence(Ordering::Acquire);
+            // SAFETY: that was the last reference; `destroy` runs exactly once.
+            unsafe { (header.vtable.destroy)(this) };
+        }
+    }
+
+    /// Pushes `node` on the waiter list. Returns `false` (and does not push) if the cell is
+    /// already complete; the caller then acts on the value itself.
+    ///
+    /// # Safety
+    /// `node` must stay valid until it is unlinked or its `call` runs, and must not be in any
+    /// list.
+    pub(crate) unsafe fn push(&self, node: NonNull<Waiter>) -> bool {
+        let mut s = self.state.load(Ordering::Acquire);
+        loop {
+            if s & COMPLETE != 0 {
+                return false;
+            }
+            if s & LOCKED != 0 {
+                spin_loop();
+                s = self.state.load(Ordering::Acquire);
+                continue;
+            }
+            // SAFETY: the node is not shared yet (caller's contract).
+            unsafe {
+                node.as_ref()
+                    .next
+                    .with_mut(|p| *p = (s & PTR_MASK) as *const Waiter)
+            };
+            let new = node.as_ptr() as usize | (s & COMPLETING);
+            match self
+                .state
+                .compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Locks the waiter list for an in-place edit, unless the cell completed.
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        let mut s = self.state.load(Ordering::Acquire);
+        loop {
+            if s & COMPLETE != 0 {
+                return Locked::Complete;
+            }
+            if s & LOCKED != 0 {
+                spin_loop();
+                s = self.state.load(Ordering::Acquire);
+                continue;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s | LOCKED,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    return Locked::Held(ListGuard {
+                        cell: self,
+                        state: s | LOCKED,
+                    });
+                }
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Wins the right to write the value. `false` if another completer already has it.
+    #[inline]
+    pub(crate) fn try_claim(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s & (COMPLETE | COMPLETING) != 0 {
+                return false;
+            }
+            if s & LOCKED != 0 {
+                spin_loop();
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s | COMPLETING,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// Publishes the written value and takes the waiter list. Returns the list (newest first).
+    ///
+    /// # Safety
+    /// The caller is the cell's only completer (it won [`try_claim`](Self::try_claim), or the
+    /// cell belongs to a task and the caller is that task) and has written the value.
+    #[inline]
+    pub(crate) unsafe fn publish(&self) -> *const Waiter {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(s & COMPLETE == 0, "a cell completed twice");
+            if s & LOCKED != 0 {
+                spin_loop();
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                COMPLETE,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return (s & PTR_MASK) as *const Waiter,
+                Err(actual) => s = actual,
+            }
+        }
+    }
+}
+
+/// Calls every waiter of `list` (as returned by [`CellHeader::publish`]) in registration
+/// order. A panicking waiter does not stop the others.
+///
+/// # Safety
+/// `list` was taken from `cell` by `publish`; `cell` is complete and stays alive during the
+/// call (the caller holds a reference).
+pub(crate) unsafe fn notify_all(cell: NonNull<CellHeader>, list: *const Waiter) {
+    if list.is_null() {
+        return;
+    }
+    // Reverse the stack into registration order.
+    let mut rev: *const Waiter = ptr::null();
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: the completer owns every node of the taken list until it calls it.
+        let next = unsafe { (*cur).next.with(|p| *p) };
+        // SAFETY: as above.
+        unsafe { (*cur).next.with_mut(|p| *p = rev) };
+        rev = cur;
+        cur = next;
+    }
+    let mut cur = rev;
+    while !cur.is_null() {
+        // SAFETY: as above; read `next` before `call`, which may free the node.
+        let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
+        let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
+        // SAFETY: the node was registered on `cell` and is called exactly once, here.
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe { call(node, cell, Action::Notify) }));
+        drop(r); // a callback's panic was already reported by the panic hook
+        cur = next;
+    }
+}
+
+/// Discards every waiter still registered on a cell that is being destroyed uncompleted.
+///
+/// # Safety
+/// Called from `destroy` only, with exclusive access to the cell.
+pub(crate) unsafe fn discard_all(cell: NonNull<CellHeader>) {
+    // SAFETY: exclusive access (caller's contract).
+    let s = unsafe { cell.as_ref() }.state.load(Ordering::Acquire);
+    if s & COMPLETE != 0 {
+        return;
+    }
+    let mut cur = (s & PTR_MASK) as *const Waiter;
+    while !cur.is_null() {
+        // SAFETY: nodes still listed are owned by the list; nobody else can reach them now.
+        let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
+        let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
+        // SAFETY: each node is discarded exactly once, here.
+        unsafe { call(node, cell, Action::Discard) };
+        cur = next;
+    }
+}
+
+impl<T> Inner<T> {
+    /// An empty cell.
+    pub(crate) fn new(refs: usize, vtable: &'static CellVTable) -> Self {
+        Inner {
+            header: CellHeader::new(refs, vtable),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// A cell complete from the start.
+    pub(crate) fn new_complete(
+        refs: usize,
+        vtable: &'static CellVTable,
+        v: Result<T, Failure>,
+    ) -> Self {
+        Inner {
+            header: CellHeader::new_complete(refs, vtable),
+            value: UnsafeCell::new(MaybeUninit::new(v)),
+        }
+    }
+
+    /// The value, if complete. One `Acquire` load on the fast path.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&Result<T, Failure>> {
+        if self.header.is_complete() {
+            // SAFETY: COMPLETE was observed with Acquire, so the value's write happened-before.
+            Some(unsafe { self.value_unchecked() })
+        } else {
+            None
+        }
+    }
+
+    /// # Safety
+    /// The cell must be complete (observed with `Acquire` ordering by this thread).
+    #[inline]
+    pub(crate) unsafe fn value_unchecked(&self) -> &Result<T, Failure> {
+        // SAFETY: per the caller, the value is initialised and no longer written.
+        self.value.with(|p| unsafe { (*p).assume_init_ref() })
+    }
+
+    /// Completes the cell if nobody did yet; gives the value back otherwise.
+    #[inline]
+    pub(crate) fn try_complete(&self, v: Result<T, Failure>) -> Result<(), Result<T, Failure>> {
+        if !self.header.try_claim() {
+            return Err(v);
+        }
+        // SAFETY: we won the claim: we are the only completer.
+        unsafe { self.complete_claimed(v) };
+        Ok(())
+    }
+
+    /// Writes and publishes the value and notifies the waiters.
+    ///
+    /// # Safety
+    /// The caller is the only completer (it won `try_claim`, or is the cell's task).
+    #[inline]
+    pub(crate) unsafe fn complete_claimed(&self, v: Result<T, Failure>) {
+        // SAFETY: the only completer writes once; readers wait for COMPLETE.
+        self.value.with_mut(|p| unsafe { (*p).write(v) });
+        // SAFETY: value written; we are the only completer.
+        let list = unsafe { self.header.publish() };
+        if !list.is_null() {
+            // SAFETY: the caller holds a reference (it is completing the cell), the list was
+            // taken from this cell.
+            unsafe { crate::future::notify::dispatch(NonNull::from(&self.header), list) };
+        }
+    }
+
+    /// Drops the value if the cell is complete, or discards the waiters if it is not.
+    ///
+    /// # Safety
+    /// Exclusive access: called from `destroy` only.
+    pub(crate) unsafe fn drop_contents(&mut self) {
+        if self.header.state.load(Ordering::Acquire) & COMPLETE != 0 {
+            // SAFETY: complete, so initialised; exclusive access.
+            self.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
+        } else {
+            // SAFETY: exclusive access.
+            unsafe { discard_all(NonNull::from(&self.header)) };
+        }
+    }
+}
+
+/// A heap waiter that runs a closure on the completed value: the building block of every
+/// callback and combinator.
+#[repr(C)]
+struct Callback<T, F> {
+    waiter: Waiter,
+    f: ManuallyDrop<F>,
+    _t: PhantomData<fn(&T)>,
+}
+
+unsafe fn call_callback<T, F>(node: NonNull<Waiter>, cell: NonNull<CellHeader>, action: Action)
+where
+    F: FnOnce(&Result<T, Failure>),
+{
+    // SAFETY: `node` was made by `on_complete_raw` from a `Box<Callback<T, F>>` and is called
+    // once, so we own it.
+    let mut b = unsafe { Box::from_raw(node.cast::<Callback<T, F>>().as_ptr()) };
+    // SAFETY: taken once, here; the box is freed below without dropping `f` again.
+    let f = unsafe { ManuallyDrop::take(&mut b.f) };
+    drop(b);
+    if action == Action::Notify {
+        // SAFETY: the cell is an `Inner<T>` (the callback was registered through one) and is
+        // complete.
+        let v = unsafe { cell.cast::<Inner<T>>().as_ref().value_unchecked() };
+        f(v);
+    }
+}
+
+impl<T> Inner<T> {
+    /// Runs `f` on the value once the cell completes: now, on this thread, if it already has;
+    /// otherwise on the completing thread (see `notify::dispatch`). If the cell is destroyed
+    /// without completing, `f` is dropped without being called.
+    pub(crate) fn on_complete_raw<F>(&self, f: F)
+    where
+        F: FnOnce(&Result<T, Failure>) + Send,
+    {
+        if let Some(v) = self.get() {
+            f(v);
+            return;
+        }
+        let node = Box::new(Callback::<T, F> {
+            waiter: Waiter::new(call_callback::<T, F>),
+            f: ManuallyDrop::new(f),
+            _t: PhantomData,
+        });
+        let node = NonNull::from(Box::leak(node)).cast::<Waiter>();
+        // SAFETY: a fresh heap node, valid until called or discarded.
+        if !unsafe { self.header.push(node) } {
+            // Completed meanwhile: run it ourselves.
+            // SAFETY: the node is ours again (push refused it); the cell is complete.
+            unsafe { call_callback::<T, F>(node, NonNull::from(&self.header), Action::Notify) };
+        }
+    }
+}

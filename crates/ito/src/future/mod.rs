@@ -1,0 +1,242 @@
+//! Futures and promises: [`Future`], [`Promise`], combinators and collections.
+//!
+//! A [`Future<T>`] is a cheap, cloneable handle on one completion cell that will hold
+//! `Result<T, Failure>`. It is filled by a task ([`spawn`](crate::spawn),
+//! [`spawn_fn`](crate::spawn_fn)), by a [`Promise`], or by a combinator. There are three ways
+//! to use the result, and all three scale:
+//!
+//! - `.await` it in async code (the task suspends);
+//! - compose it ([`map`](Future::map), [`flat_map`](Future::flat_map),
+//!   [`zip`](Future::zip), [`on_complete`](Future::on_complete), ...): the continuation is
+//!   registered in the cell and runs when it completes; nothing waits;
+//! - [`wait`](Future::wait) for it from plain code. On a worker thread this never pins the
+//!   worker: it runs the awaited task itself if nobody started it yet, and otherwise hands its
+//!   place to a compensation thread while it sleeps (see `docs/scheduler.md`).
+//!
+//! The free functions [`sequence`], [`traverse`], [`traverse_bounded`],
+//! [`first_completed_of`], [`first_success_of`] and [`fold`] work on collections.
+
+pub(crate) mod cell;
+mod collect;
+mod combinators;
+pub(crate) mod notify;
+mod promise;
+mod wait;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::time::Duration;
+
+pub use collect::{first_completed_of, first_success_of, fold, sequence, traverse, traverse_bounded};
+pub use promise::{AlreadyCompleted, Promise};
+pub use wait::{Wait, WaitRef};
+
+use crate::Failure;
+use cell::{CellHeader, Inner};
+
+/// A handle on a result that will be available later: `Result<T, Failure>`.
+///
+/// Cloning is one reference-count increment; every clone sees the same result. See the
+/// [module docs](self) for the ways to use it.
+///
+/// ```
+/// let f = ito::spawn_fn(|| 6 * 7);
+/// let g = f.map(|x| x + 1);
+/// assert_eq!(f.wait(), Ok(42));
+/// assert_eq!(ito::block_on(g), Ok(43));
+/// ```
+pub struct Future<T> {
+    ptr: NonNull<Inner<T>>,
+    _marker: PhantomData<Inner<T>>,
+}
+
+// SAFETY: the cell is shared between threads: the value is written once (needs `T: Send`)
+// and then read by reference from any thread that holds a handle (needs `T: Sync`).
+unsafe impl<T: Send + Sync> Send for Future<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Future<T> {}
+
+impl<T> Future<T> {
+    /// Wraps a pointer that carries one reference.
+    ///
+    /// # Safety
+    /// `ptr` points to a live `Inner<T>` and the caller gives its reference to the handle.
+    #[inline]
+    pub(crate) unsafe fn from_raw(ptr: NonNull<Inner<T>>) -> Self {
+        Future {
+            ptr,
+            _marker: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn inner(&self) -> &Inner<T> {
+        // SAFETY: the handle owns a reference, so the cell is live.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    #[inline]
+    pub(crate) fn header(&self) -> &CellHeader {
+        &self.inner().header
+    }
+
+    /// Whether the result is available. One atomic load.
+    ///
+    /// ```
+    /// assert!(ito::Future::successful(1).is_completed());
+    /// assert!(!ito::Future::<u8>::never().is_completed());
+    /// ```
+    #[inline]
+    pub fn is_completed(&self) -> bool {
+        self.header().is_complete()
+    }
+
+    /// The result, if available, without waiting: one atomic load plus the clone.
+    ///
+    /// ```
+    /// let f = ito::Future::successful("hi");
+    /// assert_eq!(f.value(), Some(Ok("hi")));
+    /// ```
+    #[inline]
+    pub fn value(&self) -> Option<Result<T, Failure>>
+    where
+        T: Clone,
+    {
+        self.inner().get().cloned()
+    }
+
+    /// Waits for the result and returns a copy of it.
+    ///
+    /// From a plain thread this parks the thread. On a worker thread it never pins the
+    /// worker: if the task that will produce the result has not started, the worker runs it
+    /// right here; otherwise the worker hands its place to a compensation thread while it
+    /// sleeps (the number of such threads is bounded, see
+    /// [`Builder::max_compensation`](crate::Builder::max_compensation)).
+    ///
+    /// ```
+    /// let fut = ito::spawn_fn(|| {
+    ///     let a = ito::spawn_fn(|| 20);
+    ///     let b = ito::spawn_fn(|| 22);
+    ///     a.wait().unwrap() + b.wait().unwrap() // blocking inside a task is fine
+    /// });
+    /// assert_eq!(fut.wait(), Ok(42));
+    /// ```
+    #[inline]
+    pub fn wait(&self) -> Result<T, Failure>
+    where
+        T: Clone,
+    {
+        if let Some(v) = self.inner().get() {
+            return v.clone();
+        }
+        crate::runtime::wait::block_until(self.ptr.cast(), None);
+        self.value().expect("a wait returned before its future completed")
+    }
+
+    /// Waits at most `timeout` for the result; `None` if time ran out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let never = ito::Future::<u8>::never();
+    /// assert_eq!(never.wait_timeout(Duration::from_millis(5)), None);
+    /// let now = ito::Future::successful(3);
+    /// assert_eq!(now.wait_timeout(Duration::ZERO), Some(Ok(3)));
+    /// ```
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<T, Failure>>
+    where
+        T: Clone,
+    {
+        if let Some(v) = self.inner().get() {
+            return Some(v.clone());
+        }
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        crate::runtime::wait::block_until(self.ptr.cast(), deadline);
+        self.value()
+    }
+
+    /// Whether two handles refer to the same cell.
+    ///
+    /// ```
+    /// let a = ito::Future::successful(1);
+    /// assert!(a.ptr_eq(&a.clone()));
+    /// assert!(!a.ptr_eq(&ito::Future::successful(1)));
+    /// ```
+    pub fn ptr_eq(&self, other: &Future<T>) -> bool {
+        self.ptr == other.ptr
+    }
+}
+
+impl<T: Send + Sync + 'static> Future<T> {
+    /// A future that is already completed with `value`.
+    ///
+    /// ```
+    /// assert_eq!(ito::Future::successful(5).wait(), Ok(5));
+    /// ```
+    pub fn successful(value: T) -> Future<T> {
+        promise::completed(Ok(value))
+    }
+
+    /// A future that is already failed with `failure`.
+    ///
+    /// ```
+    /// let f = ito::Future::<u8>::failed(ito::Failure::Timeout);
+    /// assert_eq!(f.wait(), Err(ito::Failure::Timeout));
+    /// ```
+    pub fn failed(failure: Failure) -> Future<T> {
+        promise::completed(Err(failure))
+    }
+
+    /// A future that is already completed with `result`.
+    ///
+    /// ```
+    /// assert_eq!(ito::Future::from_result(Ok::<_, ito::Failure>(1)).wait(), Ok(1));
+    /// ```
+    pub fn from_result(result: Result<T, Failure>) -> Future<T> {
+        promise::completed(result)
+    }
+
+    /// A future that never completes.
+    ///
+    /// Combinators registered on it keep waiting as long as some handle on it is alive; once
+    /// the last handle is dropped nothing can ever complete it, so the futures derived from it
+    /// complete with [`Failure::BrokenPromise`] instead of hanging forever.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let f = ito::Future::<u8>::never();
+    /// assert_eq!(f.wait_timeout(Duration::from_millis(1)), None);
+    /// ```
+    pub fn never() -> Future<T> {
+        promise::never()
+    }
+}
+
+impl<T> Clone for Future<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        self.header().inc_ref();
+        Future {
+            ptr: self.ptr,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for Future<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the handle owns one reference and gives it up.
+        unsafe { CellHeader::dec_ref(self.ptr.cast()) };
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Future<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.inner().get() {
+            Some(Ok(v)) => f.debug_tuple("Future").field(&Ok::<_, ()>(v)).finish(),
+            Some(Err(e)) => f.debug_tuple("Future").field(&Err::<(), _>(e)).finish(),
+            None => f.write_str("Future(<pending>)"),
+        }
+    }
+}

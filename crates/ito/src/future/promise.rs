@@ -1,0 +1,314 @@
+//! [`Promise`]: the writing end of a future, and the standalone cell behind it.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use super::Future;
+use super::cell::{CellHeader, CellVTable, Inner};
+use crate::Failure;
+use crate::loom::{AtomicUsize, Ordering};
+
+/// A cell in its own allocation: promises, combinators, constant futures.
+#[repr(C)]
+pub(crate) struct PromiseCell<T> {
+    inner: Inner<T>,
+    /// Live `Promise` handles. When it drops to 0 uncompleted, the cell breaks.
+    writers: AtomicUsize,
+}
+
+struct VTable<T>(PhantomData<T>);
+
+impl<T> VTable<T> {
+    const VTABLE: CellVTable = CellVTable {
+        destroy: destroy::<T>,
+        task: None,
+    };
+}
+
+unsafe fn destroy<T>(cell: NonNull<CellHeader>) {
+    // SAFETY: cells with this vtable are `PromiseCell<T>` made by `Box::new` below; this is the
+    // last reference.
+    let mut b = unsafe { Box::from_raw(cell.cast::<PromiseCell<T>>().as_ptr()) };
+    // SAFETY: exclusive access.
+    unsafe { b.inner.drop_contents() };
+}
+
+fn alloc<T>(cell: PromiseCell<T>) -> NonNull<PromiseCell<T>> {
+    NonNull::from(Box::leak(Box::new(cell)))
+}
+
+/// A future that is complete from the start.
+pub(crate) fn completed<T>(v: Result<T, Failure>) -> Future<T> {
+    let p = alloc(PromiseCell {
+        inner: Inner::new_complete(1, &VTable::<T>::VTABLE, v),
+        writers: AtomicUsize::new(0),
+    });
+    // SAFETY: a fresh cell with one reference, given to the handle.
+    unsafe { Future::from_raw(p.cast()) }
+}
+
+/// A future that nothing can complete.
+pub(crate) fn never<T>() -> Future<T> {
+    let p = alloc(PromiseCell {
+        inner: Inner::<T>::new(1, &VTable::<T>::VTABLE),
+        writers: AtomicUsize::new(0),
+    });
+    // SAFETY: a fresh cell with one reference, given to the handle.
+    unsafe { Future::from_raw(p.cast()) }
+}
+
+/// The writing end of a [`Future`]: complete it once, from anywhere.
+///
+/// Cloning a promise gives another writer of the same cell; the first completion wins. When
+/// every promise handle is dropped without completing, the future completes with
+/// [`Failure::BrokenPromise`], so nobody waits forever for a value that cannot come.
+///
+/// ```
+/// let p = ito::Promise::new();
+/// let f = p.future();
+/// std::thread::spawn(move || p.success(7).unwrap());
+/// assert_eq!(f.wait(), Ok(7));
+///
+/// let q = ito::Promise::<u8>::new();
+/// let g = q.future();
+/// drop(q);
+/// assert_eq!(g.wait(), Err(ito::Failure::BrokenPromise));
+/// ```
+pub struct Promise<T> {
+    ptr: NonNull<PromiseCell<T>>,
+    _marker: PhantomData<PromiseCell<T>>,
+}
+
+// SAFETY: like `Future`: the value moves in from the completing thread (`T: Send`) and is read
+// by reference from others (`T: Sync`).
+unsafe impl<T: Send + Sync> Send for Promise<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Promise<T> {}
+
+/// The promise was already completed; the value you tried to complete it with.
+///
+/// ```
+/// let p = ito::Promise::new();
+/// p.success(1).unwrap();
+/// let err = p.success(2).unwrap_err();
+/// assert_eq!(err.0, 2);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct AlreadyCompleted<V>(pub V);
+
+impl<V> fmt::Debug for AlreadyCompleted<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AlreadyCompleted(..)")
+    }
+}
+
+impl<V> fmt::Display for AlreadyCompleted<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the promise was already completed")
+    }
+}
+
+impl<V> std::error::Error for AlreadyCompleted<V> {}
+
+impl<T> Promise<T> {
+    /// A new, empty promise.
+    ///
+    /// ```
+    /// let p = ito::Promise::<String>::new();
+    /// assert!(!p.is_completed());
+    /// ```
+    pub fn new() -> Self {
+        let ptr = alloc(PromiseCell {
+            inner: Inner::new(1, &VTable::<T>::VTABLE),
+            writers: AtomicUsize::new(1),
+        });
+        Promise {
+            ptr,
+            _marker: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn cell(&self) -> &PromiseCell<T> {
+        // SAFETY: the handle owns a reference.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    #[inline]
+    pub(crate) fn inner(&self) -> &Inner<T> {
+        &self.cell().inner
+    }
+
+    /// The future this promise completes. Call it as often as you like.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// let (a, b) = (p.future(), p.future());
+    /// p.success('x').unwrap();
+    /// assert_eq!((a.wait(), b.wait()), (Ok('x'), Ok('x')));
+    /// ```
+    pub fn future(&self) -> Future<T> {
+        self.inner().header.inc_ref();
+        // SAFETY: we just took a reference for the handle.
+        unsafe { Future::from_raw(self.ptr.cast()) }
+    }
+
+    /// Whether the promise is completed.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// p.success(()).unwrap();
+    /// assert!(p.is_completed());
+    /// ```
+    pub fn is_completed(&self) -> bool {
+        self.inner().header.is_complete()
+    }
+
+    /// Completes with `result`, or returns `false` if already completed.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// assert!(p.try_complete(Ok(1)));
+    /// assert!(!p.try_complete(Ok(2)));
+    /// assert_eq!(p.future().wait(), Ok(1));
+    /// ```
+    #[inline]
+    pub fn try_complete(&self, result: Result<T, Failure>) -> bool {
+        self.inner().try_complete(result).is_ok()
+    }
+
+    /// Completes with a value, or returns `false` if already completed.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// assert!(p.try_success(1));
+    /// ```
+    #[inline]
+    pub fn try_success(&self, value: T) -> bool {
+        self.try_complete(Ok(value))
+    }
+
+    /// Fails with `failure`, or returns `false` if already completed.
+    ///
+    /// ```
+    /// let p = ito::Promise::<u8>::new();
+    /// assert!(p.try_failure(ito::Failure::msg("no")));
+    /// ```
+    #[inline]
+    pub fn try_failure(&self, failure: Failure) -> bool {
+        self.try_complete(Err(failure))
+    }
+
+    /// Completes with `result`; if already completed, hands `result` back.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// p.complete(Ok(1)).unwrap();
+    /// assert_eq!(p.complete(Ok(2)).unwrap_err().0, Ok(2));
+    /// ```
+    pub fn complete(
+        &self,
+        result: Result<T, Failure>,
+    ) -> Result<(), AlreadyCompleted<Result<T, Failure>>> {
+        self.inner().try_complete(result).map_err(AlreadyCompleted)
+    }
+
+    /// Completes with a value; if already completed, hands the value back.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// p.success(1).unwrap();
+    /// ```
+    pub fn success(&self, value: T) -> Result<(), AlreadyCompleted<T>> {
+        match self.inner().try_complete(Ok(value)) {
+            Ok(()) => Ok(()),
+            Err(Ok(v)) => Err(AlreadyCompleted(v)),
+            Err(Err(_)) => unreachable!("the value given back is the one passed in"),
+        }
+    }
+
+    /// Fails with `failure`; if already completed, hands the failure back.
+    ///
+    /// ```
+    /// let p = ito::Promise::<u8>::new();
+    /// p.failure(ito::Failure::Cancelled).unwrap();
+    /// assert_eq!(p.future().wait(), Err(ito::Failure::Cancelled));
+    /// ```
+    pub fn failure(&self, failure: Failure) -> Result<(), AlreadyCompleted<Failure>> {
+        match self.inner().try_complete(Err(failure)) {
+            Ok(()) => Ok(()),
+            Err(Err(f)) => Err(AlreadyCompleted(f)),
+            Err(Ok(_)) => unreachable!("the failure given back is the one passed in"),
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Promise<T> {
+    /// Completes this promise with `other`'s result once it has one, unless something else
+    /// completes it first (Scala's `tryCompleteWith`).
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// p.try_complete_with(&ito::Future::successful(9));
+    /// assert_eq!(p.future().wait(), Ok(9));
+    /// ```
+    pub fn try_complete_with(&self, other: &Future<T>) {
+        let p = self.clone();
+        other.inner().on_complete_raw(move |r| {
+            p.try_complete(r.clone());
+        });
+    }
+
+    /// Like [`try_complete_with`](Self::try_complete_with), but says if the promise is
+    /// already completed now.
+    ///
+    /// ```
+    /// let p = ito::Promise::new();
+    /// p.success(1).unwrap();
+    /// assert!(p.complete_with(&ito::Future::successful(2)).is_err());
+    /// ```
+    pub fn complete_with(&self, other: &Future<T>) -> Result<(), AlreadyCompleted<()>> {
+        if self.is_completed() {
+            return Err(AlreadyCompleted(()));
+        }
+        self.try_complete_with(other);
+        Ok(())
+    }
+}
+
+impl<T> Default for Promise<T> {
+    fn default() -> Self {
+        Promise::new()
+    }
+}
+
+impl<T> Clone for Promise<T> {
+    fn clone(&self) -> Self {
+        self.cell().writers.fetch_add(1, Ordering::Relaxed);
+        self.inner().header.inc_ref();
+        Promise {
+            ptr: self.ptr,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for Promise<T> {
+    fn drop(&mut self) {
+        if self.cell().writers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last writer: nobody can complete the cell any more.
+            let _ = self.inner().try_complete(Err(Failure::BrokenPromise));
+        }
+        // SAFETY: the handle owns one reference and gives it up.
+        unsafe { CellHeader::dec_ref(self.ptr.cast()) };
+    }
+}
+
+impl<T> fmt::Debug for Promise<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Promise")
+            .field("completed", &self.is_completed())
+            .finish()
+    }
+}

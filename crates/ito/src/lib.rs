@@ -1,0 +1,142 @@
+//! # ito — lightweight concurrency on one work-stealing scheduler
+//!
+//! ito runs tasks on a pool of worker threads (one per core by default) that steal work from
+//! each other. Everything a task produces is a [`Future`]: a cheap, cloneable handle on one
+//! result, `Result<T, Failure>`. You can `.await` it, compose it, or simply
+//! [`wait`](Future::wait) for it, even from inside another task: waiting never pins a worker
+//! and never deadlocks an acyclic graph of futures.
+//!
+//! ## A tour
+//!
+//! **Spawn work.** [`spawn_fn`] runs a closure as a task (Scala's `Future { ... }`);
+//! [`spawn`] runs an async block; [`spawn_blocking`] runs something that blocks for long
+//! (file I/O) on a separate pool.
+//!
+//! ```
+//! let answer = ito::spawn_fn(|| 6 * 7);
+//! let greeting = ito::spawn(async { "hello" });
+//! assert_eq!(answer.wait(), Ok(42));
+//! assert_eq!(greeting.wait(), Ok("hello"));
+//! ```
+//!
+//! **Wait however you like.** The classic deadlock of thread-pool futures (every worker
+//! blocked in `Await.result` on a task that has no worker left to run it) cannot happen: a
+//! waiting worker runs the awaited task itself if nobody started it, and otherwise hands its
+//! place to a compensation thread while it sleeps.
+//!
+//! ```
+//! fn fib(n: u64) -> ito::Future<u64> {
+//!     ito::spawn_fn(move || {
+//!         if n < 2 { return n; }
+//!         let (a, b) = (fib(n - 1), fib(n - 2));
+//!         a.wait().unwrap() + b.wait().unwrap()
+//!     })
+//! }
+//! let rt = ito::Runtime::builder().workers(1).build().unwrap();
+//! assert_eq!(rt.spawn_fn(|| fib(20).wait()).wait(), Ok(Ok(6765)));
+//! ```
+//!
+//! **Compose.** Combinators register a continuation in the future's cell; no thread waits.
+//!
+//! ```
+//! let a = ito::spawn_fn(|| 20);
+//! let b = ito::spawn_fn(|| 22);
+//! let sum = a.zip(&b).map(|(x, y)| x + y);
+//! assert_eq!(sum.wait(), Ok(42));
+//! let safe = ito::Future::<u32>::failed(ito::Failure::msg("down")).recover(|_| 0);
+//! assert_eq!(safe.wait(), Ok(0));
+//! ```
+//!
+//! **Promise.** A [`Promise`] is the writing end; the first completion wins, and dropping
+//! every promise handle breaks the future instead of leaving it hanging.
+//!
+//! ```
+//! let p = ito::Promise::new();
+//! let f = p.future();
+//! assert!(p.try_success(1));
+//! assert!(!p.try_success(2));
+//! assert_eq!(f.wait(), Ok(1));
+//! ```
+//!
+//! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
+//! its message; timeouts are [`Failure::Timeout`].
+//!
+//! ```
+//! use std::time::Duration;
+//! let f = ito::spawn_fn(|| -> u8 { panic!("bad input") });
+//! assert_eq!(f.wait(), Err(ito::Failure::Panic("bad input".into())));
+//! let slow = ito::Future::<u8>::never().with_timeout(Duration::from_millis(1));
+//! assert_eq!(slow.wait(), Err(ito::Failure::Timeout));
+//! ```
+//!
+//! **Runtimes.** The free functions use the current worker's runtime, or a global one started
+//! on first use. [`Runtime::builder`] makes one of a chosen size, with [`Metrics`].
+//!
+//! ## Where to read more
+//!
+//! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
+//! - [`future`]: every combinator and the collection functions.
+
+#![warn(missing_docs)]
+
+mod failure;
+pub mod future;
+mod loom;
+mod runtime;
+mod task;
+mod time;
+
+pub use failure::Failure;
+pub use future::{Future, Promise};
+pub use runtime::{Builder, Metrics, Runtime, block_on};
+pub use time::{Timeout, sleep, sleep_until, timeout};
+
+#[doc(hidden)]
+pub use task::task_size;
+
+use std::future::Future as StdFuture;
+
+/// Spawns an async task on the current runtime; its output completes the returned future.
+///
+/// ```
+/// let f = ito::spawn(async { 1 + 1 });
+/// assert_eq!(ito::block_on(f), Ok(2));
+/// ```
+#[inline]
+pub fn spawn<F>(fut: F) -> Future<F::Output>
+where
+    F: StdFuture + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime::spawn_on(runtime::current(), fut)
+}
+
+/// Runs a closure as a task on the current runtime (Scala's `Future { ... }`).
+///
+/// ```
+/// let f = ito::spawn_fn(|| "done");
+/// assert_eq!(f.wait(), Ok("done"));
+/// ```
+#[inline]
+pub fn spawn_fn<F, T>(f: F) -> Future<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    runtime::spawn_fn_on(runtime::current(), f)
+}
+
+/// Runs a closure that may block for long on the current runtime's blocking pool.
+///
+/// ```
+/// let f = ito::spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+/// assert_eq!(f.wait(), Ok(()));
+/// ```
+pub fn spawn_blocking<F, T>(f: F) -> Future<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + Sync + 'static,
+{
+    let shared = runtime::current();
+    shared.blocking.spawn(shared, f)
+}

@@ -1,0 +1,45 @@
+//! The one place ito's atomic state machines get their primitives from.
+//!
+//! Under `RUSTFLAGS="--cfg loom"` these are [loom](https://docs.rs/loom)'s model-checked
+//! versions; otherwise the `std` ones. The completion cell (`future::cell`) and the task state
+//! word (`task::state`) use only what is exported here, so their loom models in
+//! `tests/loom_*.rs` exercise the real code. The runtime's worker loop (which also uses
+//! crossbeam-deque and OS threads) is not modelled; it is covered by stress tests.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+
+/// A spin-loop hint (loom: a yield, so models of spin loops terminate).
+#[inline]
+pub(crate) fn spin_loop() {
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// `UnsafeCell` with loom's closure API, so the same code runs under both.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    #[inline]
+    pub(crate) const fn new(v: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(v))
+    }
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+    #[inline]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;

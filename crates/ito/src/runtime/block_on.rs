@@ -1,0 +1,61 @@
+//! [`block_on`]: run a future to completion on the current thread.
+
+use std::future::Future as StdFuture;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+
+struct ThreadWaker {
+    thread: Thread,
+    notified: AtomicBool,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.notified.swap(true, Ordering::Release) {
+            self.thread.unpark();
+        }
+    }
+}
+
+/// Runs `fut` to completion on the current thread, parking it between polls.
+///
+/// Tasks the future spawns go to the current runtime (the global one, unless called from a
+/// worker or inside [`Runtime::block_on`](crate::Runtime::block_on)). Called on a worker
+/// thread, it hands the worker's place to a compensation thread while it parks, like
+/// [`Future::wait`](crate::Future::wait).
+///
+/// ```
+/// let v = ito::block_on(async {
+///     let a = ito::spawn(async { 1 });
+///     let b = ito::spawn_fn(|| 2);
+///     a.await.unwrap() + b.await.unwrap()
+/// });
+/// assert_eq!(v, 3);
+/// ```
+pub fn block_on<F: StdFuture>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let tw = Arc::new(ThreadWaker {
+        thread: thread::current(),
+        notified: AtomicBool::new(false),
+    });
+    let waker = Waker::from(tw.clone());
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        if !tw.notified.swap(false, Ordering::Acquire) {
+            super::wait::blocking_park(|| {
+                while !tw.notified.swap(false, Ordering::Acquire) {
+                    thread::park();
+                }
+            });
+        }
+    }
+}

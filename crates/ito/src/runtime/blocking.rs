@@ -1,0 +1,117 @@
+//! The blocking pool: threads for closures that block for long, kept apart from the workers.
+//!
+//! Threads are started on demand up to a bound, and exit after [`KEEP_ALIVE`] idle. Jobs
+//! beyond the bound queue in FIFO order.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use super::Shared;
+use crate::future::{Future, Promise};
+use crate::Failure;
+
+/// How long an idle blocking thread lingers before exiting.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+pub(crate) struct Pool {
+    state: Mutex<PoolState>,
+    cv: Condvar,
+    max: usize,
+}
+
+struct PoolState {
+    queue: VecDeque<Job>,
+    idle: usize,
+    threads: usize,
+    shutdown: bool,
+}
+
+impl Pool {
+    pub(super) fn new(max: usize) -> Self {
+        Pool {
+            state: Mutex::new(PoolState {
+                queue: VecDeque::new(),
+                idle: 0,
+                threads: 0,
+                shutdown: false,
+            }),
+            cv: Condvar::new(),
+            max,
+        }
+    }
+
+    /// Runs `f` on a blocking thread of `shared`'s pool.
+    pub(crate) fn spawn<F, T>(&self, shared: &'static Shared, f: F) -> Future<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + Sync + 'static,
+    {
+        let p = Promise::new();
+        let fut = p.future();
+        let job: Job = Box::new(move || {
+            let r = catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic);
+            p.try_complete(r);
+        });
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.shutdown {
+            drop(st);
+            drop(job); // breaks the promise
+            return fut;
+        }
+        st.queue.push_back(job);
+        if st.idle > 0 {
+            self.cv.notify_one();
+        } else if st.threads < self.max {
+            st.threads += 1;
+            drop(st);
+            shared.counters.thread_started();
+            let spawned = std::thread::Builder::new()
+                .name(format!("{}-blocking", shared.name))
+                .spawn(move || shared.blocking.thread_main(shared));
+            if spawned.is_err() {
+                shared.counters.thread_stopped();
+                self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
+            }
+        }
+        fut
+    }
+
+    fn thread_main(&self, shared: &'static Shared) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(job) = st.queue.pop_front() {
+                drop(st);
+                job();
+                st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            if st.shutdown {
+                break;
+            }
+            st.idle += 1;
+            let (g, res) = self
+                .cv
+                .wait_timeout(st, KEEP_ALIVE)
+                .unwrap_or_else(|e| e.into_inner());
+            st = g;
+            st.idle -= 1;
+            if res.timed_out() && st.queue.is_empty() {
+                break;
+            }
+        }
+        st.threads -= 1;
+        drop(st);
+        shared.counters.thread_stopped();
+    }
+
+    pub(super) fn shutdown(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.shutdown = true;
+        st.queue.clear(); // dropping the jobs breaks their promises
+        self.cv.notify_all();
+    }
+}

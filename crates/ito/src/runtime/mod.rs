@@ -1,0 +1,465 @@
+//! The runtime: worker threads with work-stealing deques, and the entry points that put work
+//! on them. The design (and why waiting cannot deadlock) is in `docs/scheduler.md`.
+//!
+//! - [`Shared`] is the part every thread and every task can reach: the injector, the slots
+//!   (one per worker or compensation thread: its deque's stealer and its unparker), the
+//!   idle-worker list and the counters. It is allocated once per runtime and never freed (a
+//!   few KiB), so a task's `&'static Shared` can never dangle, and spawning a task costs no
+//!   reference-count traffic on a shared counter.
+//! - `worker` is a worker thread's loop and its thread-local context.
+//! - `idle` is the sleep/wake protocol.
+//! - `wait` is how a blocking wait helps and hands its place to a compensation thread.
+
+pub(crate) mod blocking;
+mod block_on;
+mod idle;
+mod metrics;
+pub(crate) mod wait;
+pub(crate) mod worker;
+
+use std::future::Future as StdFuture;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use crossbeam_deque::Injector;
+
+pub use block_on::block_on;
+pub use metrics::Metrics;
+
+use crate::future::Future;
+use crate::task::{self, TaskRef};
+use idle::Idle;
+use worker::Slot;
+
+/// Extra slots, beyond the configured compensation bound, that may be used only when every
+/// worker of the runtime is blocked (the no-deadlock guarantee; see `docs/scheduler.md`).
+const EMERGENCY_SLOTS: usize = 256;
+
+/// What every thread of a runtime, and every task on it, shares.
+pub(crate) struct Shared {
+    injector: Injector<TaskRef>,
+    slots: Box<[OnceLock<Slot>]>,
+    /// Slots in use (initialised), monotonic.
+    num_slots: AtomicUsize,
+    /// The target parallelism: permanent workers.
+    workers: usize,
+    /// Compensation threads allowed beyond `workers` in normal operation.
+    max_comp: usize,
+    /// Threads currently acting as workers: not blocked in a wait, not retired.
+    active: AtomicUsize,
+    idle: Idle,
+    /// Compensation slots whose threads are parked, ready to be reactivated.
+    spares: Mutex<Vec<usize>>,
+    shutdown: AtomicBool,
+    stack_size: usize,
+    name: String,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    counters: Counters,
+    pub(crate) blocking: blocking::Pool,
+}
+
+#[derive(Default)]
+struct Counters {
+    spawned_outside: AtomicU64,
+    compensations: AtomicU64,
+    live_threads: AtomicU64,
+    peak_threads: AtomicU64,
+}
+
+impl Counters {
+    fn thread_started(&self) {
+        let live = self.live_threads.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_threads.fetch_max(live, Ordering::Relaxed);
+    }
+    fn thread_stopped(&self) {
+        self.live_threads.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Configures and builds a [`Runtime`].
+///
+/// ```
+/// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+/// assert_eq!(rt.spawn_fn(|| 1 + 1).wait(), Ok(2));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: Option<usize>,
+    max_compensation: Option<usize>,
+    stack_size: usize,
+    thread_name: String,
+    max_blocking: usize,
+}
+
+impl Builder {
+    /// The number of worker threads (default: the number of CPUs). At least 1.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.workers(), 1);
+    /// ```
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// How many compensation threads may run beside the workers while workers are blocked in
+    /// [`Future::wait`] (default: `max(4, workers)`). If every worker is blocked and work is
+    /// queued, a compensation thread is started even past this bound, since the alternative is
+    /// a deadlock.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).max_compensation(2).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn max_compensation(mut self, n: usize) -> Self {
+        self.max_compensation = Some(n);
+        self
+    }
+
+    /// Stack size of worker threads (default 8 MiB; only touched pages use memory).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().stack_size(4 << 20).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes.max(256 * 1024);
+        self
+    }
+
+    /// The name prefix of the runtime's threads (default `"ito"`).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().thread_name("app").build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// The most threads [`spawn_blocking`](crate::spawn_blocking) may run at once (default
+    /// 64); more calls queue.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().max_blocking_threads(4).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn max_blocking_threads(mut self, n: usize) -> Self {
+        self.max_blocking = n.max(1);
+        self
+    }
+
+    /// Starts the worker threads.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(3).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn build(self) -> io::Result<Runtime> {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let max_comp = self.max_compensation.unwrap_or(workers.max(4));
+        let capacity = workers + max_comp + EMERGENCY_SLOTS;
+        let shared: &'static Shared = Box::leak(Box::new(Shared {
+            injector: Injector::new(),
+            slots: (0..capacity).map(|_| OnceLock::new()).collect(),
+            num_slots: AtomicUsize::new(0),
+            workers,
+            max_comp,
+            active: AtomicUsize::new(workers),
+            idle: Idle::new(),
+            spares: Mutex::new(Vec::new()),
+            shutdown: AtomicBool::new(false),
+            stack_size: self.stack_size,
+            name: self.thread_name,
+            handles: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+            blocking: blocking::Pool::new(self.max_blocking),
+        }));
+        for _ in 0..workers {
+            if let Err(e) = worker::start_thread(shared, false) {
+                shared.shutdown();
+                return Err(e);
+            }
+        }
+        Ok(Runtime {
+            shared,
+            owned: true,
+        })
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            workers: None,
+            max_compensation: None,
+            stack_size: 8 << 20,
+            thread_name: "ito".to_string(),
+            max_blocking: 64,
+        }
+    }
+}
+
+/// A pool of worker threads running tasks, futures, and blocking jobs.
+///
+/// The free functions ([`spawn`](crate::spawn), [`spawn_fn`](crate::spawn_fn), ...) use the
+/// runtime of the current worker thread, or else a global runtime started on first use with
+/// one worker per CPU. Build one explicitly to choose its size:
+///
+/// ```
+/// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+/// let f = rt.spawn(async { 40 + 2 });
+/// assert_eq!(rt.block_on(f), Ok(42));
+/// ```
+///
+/// Dropping a runtime stops its threads after the tasks they are running return; tasks still
+/// queued are cancelled (their futures fail with [`Failure::Cancelled`](crate::Failure)).
+pub struct Runtime {
+    shared: &'static Shared,
+    owned: bool,
+}
+
+impl Runtime {
+    /// A builder with default settings.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A runtime with default settings (one worker per CPU).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::new().unwrap();
+    /// assert!(rt.workers() >= 1);
+    /// ```
+    pub fn new() -> io::Result<Runtime> {
+        Builder::default().build()
+    }
+
+    /// Spawns an async task; its output completes the returned future.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.spawn(async { 7 }).wait(), Ok(7));
+    /// ```
+    pub fn spawn<F>(&self, fut: F) -> Future<F::Output>
+    where
+        F: StdFuture + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(self.shared, fut)
+    }
+
+    /// Runs a closure as a task (Scala's `Future { ... }`).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.spawn_fn(|| "done").wait(), Ok("done"));
+    /// ```
+    pub fn spawn_fn<F, T>(&self, f: F) -> Future<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        spawn_fn_on(self.shared, f)
+    }
+
+    /// Runs a closure that may block for long (file I/O, a C library) on the runtime's
+    /// blocking pool, away from the workers.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// let f = rt.spawn_blocking(|| std::fs::metadata(".").is_ok());
+    /// assert_eq!(f.wait(), Ok(true));
+    /// ```
+    pub fn spawn_blocking<F, T>(&self, f: F) -> Future<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + Sync + 'static,
+    {
+        self.shared.blocking.spawn(self.shared, f)
+    }
+
+    /// Runs a future to completion on the current thread; tasks it spawns go to this runtime.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// let v = rt.block_on(async { ito::spawn_fn(|| 5).await });
+    /// assert_eq!(v, Ok(5));
+    /// ```
+    pub fn block_on<F: StdFuture>(&self, fut: F) -> F::Output {
+        let _enter = worker::enter(self.shared);
+        block_on::block_on(fut)
+    }
+
+    /// The number of worker threads.
+    ///
+    /// ```
+    /// assert_eq!(ito::Runtime::builder().workers(2).build().unwrap().workers(), 2);
+    /// ```
+    pub fn workers(&self) -> usize {
+        self.shared.workers
+    }
+
+    /// A snapshot of the runtime's counters.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// rt.spawn_fn(|| ()).wait().unwrap();
+    /// assert!(rt.metrics().spawned >= 1);
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        self.shared.metrics()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if self.owned {
+            self.shared.shutdown();
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.shared.workers)
+            .finish()
+    }
+}
+
+impl Shared {
+    fn metrics(&self) -> Metrics {
+        let mut m = Metrics {
+            workers: self.workers,
+            spawned: self.counters.spawned_outside.load(Ordering::Relaxed),
+            compensations: self.counters.compensations.load(Ordering::Relaxed),
+            threads: self.counters.live_threads.load(Ordering::Relaxed),
+            peak_threads: self.counters.peak_threads.load(Ordering::Relaxed),
+            ..Metrics::default()
+        };
+        for slot in self.slots.iter().filter_map(OnceLock::get) {
+            slot.metrics.add_to(&mut m);
+        }
+        m
+    }
+
+    fn shutdown(&'static self) {
+        if self.shutdown.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        for slot in self.slots.iter().filter_map(OnceLock::get) {
+            slot.unpark();
+        }
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
+        let me = std::thread::current().id();
+        for h in handles {
+            if h.thread().id() != me {
+                let _ = h.join();
+            }
+        }
+        // Whatever is still queued will never run: fail it.
+        while let Some(t) = worker::steal_retrying(&self.injector) {
+            t.cancel();
+        }
+        self.blocking.shutdown();
+    }
+
+    #[inline]
+    fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// Queues a new task: on this worker's deque if we are one of ours, else the injector.
+    #[inline]
+    fn push_new(&'static self, task: TaskRef) {
+        match worker::current_for(self) {
+            Some(ctx) => ctx.push_spawned(task),
+            None => {
+                self.counters.spawned_outside.fetch_add(1, Ordering::Relaxed);
+                self.push_remote(task);
+            }
+        }
+    }
+
+    /// Queues a task from a thread that is not one of ours.
+    fn push_remote(&'static self, task: TaskRef) {
+        if self.is_shutdown() {
+            task.cancel();
+            return;
+        }
+        self.injector.push(task);
+        self.idle.notify_work(self, true);
+    }
+}
+
+/// The runtime tasks spawned here go to: this worker's, or the entered one, or the global.
+#[inline]
+pub(crate) fn current() -> &'static Shared {
+    worker::current_shared().unwrap_or_else(global)
+}
+
+/// The global runtime, started on first use.
+pub(crate) fn global() -> &'static Shared {
+    static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+    GLOBAL
+        .get_or_init(|| {
+            let mut rt = Builder::default()
+                .thread_name("ito-global")
+                .build()
+                .expect("ito: cannot start the global runtime's threads");
+            rt.owned = false;
+            rt
+        })
+        .shared
+}
+
+/// Spawns an async task on `shared`.
+#[inline]
+pub(crate) fn spawn_on<F>(shared: &'static Shared, fut: F) -> Future<F::Output>
+where
+    F: StdFuture + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (task, f) = task::new_future(fut, shared);
+    shared.push_new(task);
+    f
+}
+
+/// Spawns a closure task on `shared`.
+#[inline]
+pub(crate) fn spawn_fn_on<F, T>(shared: &'static Shared, f: F) -> Future<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (task, fut) = task::new_fn(f, shared);
+    shared.push_new(task);
+    fut
+}
+
+/// Enqueues a woken task (from a waker).
+#[inline]
+pub(crate) fn schedule(task: TaskRef) {
+    let shared = task.sched();
+    match worker::current_for(shared) {
+        Some(ctx) => ctx.push_woken(task),
+        None => shared.push_remote(task),
+    }
+}
+
+/// Runs `job` as a task on the current runtime, dropping its result.
+pub(crate) fn spawn_detached(job: Box<dyn FnOnce() + Send>) {
+    drop(spawn_fn_on(current(), job));
+}

@@ -1,0 +1,135 @@
+//! Blocking waits that never pin a worker.
+//!
+//! [`block_until`] is what [`Future::wait`](crate::Future::wait) does when the result is not
+//! there yet:
+//!
+//! 1. **Help, but only with what we wait for.** If the cell belongs to a task of this worker's
+//!    runtime that nobody has started, run it right here (it is a dependency of ours, so by
+//!    acyclicity it cannot be waiting for us). This is what makes `wait()`-style fork-join
+//!    (fib with `wait`) run depth-first on one stack like a sequential program.
+//! 2. Otherwise **block, but give our place away**: the worker leaves the active count, and if
+//!    that leaves the runtime short of workers, an idle worker is woken or a compensation
+//!    thread activated (bounded by `max_compensation`, unless every worker is blocked).
+//!
+//! It deliberately does *not* run arbitrary queued tasks while waiting: a task run on top of a
+//! blocked frame buries that frame until the task returns, and if the task (directly or not)
+//! waits for the buried frame's result, an acyclic graph deadlocks. `docs/scheduler.md` has
+//! the argument and the example.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, Thread};
+use std::time::Instant;
+
+use super::worker::{self, WorkerCtx};
+use crate::future::cell::{Action, CellHeader, Locked, Waiter};
+use crate::task::Header;
+
+/// A thread parked on a cell. Lives on the waiting thread's stack.
+#[repr(C)]
+struct ThreadNode {
+    waiter: Waiter,
+    thread: Thread,
+    done: AtomicBool,
+}
+
+unsafe fn notify_thread(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, _action: Action) {
+    let node = node.cast::<ThreadNode>();
+    // SAFETY: the node is live until `done` is set: its owner does not return before it sees
+    // `done` (or unlinks the node itself, in which case this is never called).
+    let t = unsafe { node.as_ref() }.thread.clone();
+    // SAFETY: as above; this store is our last access to the node.
+    unsafe { node.as_ref() }.done.store(true, Ordering::Release);
+    t.unpark();
+}
+
+/// Waits until `cell` is complete, or `deadline` passes.
+///
+/// The caller holds a reference to the cell for the duration.
+#[cold]
+pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) {
+    // SAFETY: the caller holds a reference.
+    let header = unsafe { cell.as_ref() };
+    let ctx = worker::current_ctx();
+    if let Some(ctx) = ctx {
+        if deadline.is_none() && try_help(ctx, cell) && header.is_complete() {
+            return;
+        }
+    }
+    if header.is_complete() {
+        return;
+    }
+    park_on(header, deadline, ctx);
+}
+
+/// Runs the task behind `cell` inline if that is safe and nobody started it.
+fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
+    // SAFETY: the caller of `block_until` holds a reference.
+    let Some(task_of) = unsafe { cell.as_ref() }.vtable.task else {
+        return false;
+    };
+    // SAFETY: the vtable's `task` belongs to this cell's kind.
+    let task = unsafe { task_of(cell) };
+    // SAFETY: the task shares the cell's allocation, which the caller keeps alive.
+    let same_runtime = std::ptr::eq(unsafe { task.as_ref() }.sched, ctx.shared);
+    if !same_runtime || !ctx.stack_has_room() {
+        return false;
+    }
+    // SAFETY: we hold a reference (through the cell).
+    let ran = unsafe { Header::try_run_inline(task) };
+    if ran {
+        ctx.after_helped();
+    }
+    ran
+}
+
+fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCtx>) {
+    let node = ThreadNode {
+        waiter: Waiter::new(notify_thread),
+        thread: thread::current(),
+        done: AtomicBool::new(false),
+    };
+    let ptr = NonNull::from(&node).cast::<Waiter>();
+    // SAFETY: the node outlives its registration: we return only after it is unlinked or
+    // notified.
+    if !unsafe { header.push(ptr) } {
+        return;
+    }
+    let _blocked = ctx.map(WorkerCtx::enter_blocking);
+    loop {
+        if node.done.load(Ordering::Acquire) {
+            return;
+        }
+        match deadline {
+            None => thread::park(),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    break;
+                }
+                thread::park_timeout(d - now);
+            }
+        }
+    }
+    // Timed out: take the node back, or wait for the completer to finish with it.
+    match header.lock() {
+        Locked::Held(mut guard) => {
+            // SAFETY: our node, pushed above and not notified (the lock was free and the cell
+            // incomplete), so still listed.
+            let found = unsafe { guard.unlink(ptr) };
+            debug_assert!(found);
+        }
+        Locked::Complete => {
+            while !node.done.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Parks the current thread (via `park`), giving its worker place away meanwhile if it is a
+/// worker. Used by `block_on`.
+pub(crate) fn blocking_park(park: impl FnOnce()) {
+    let _blocked = worker::current_ctx().map(WorkerCtx::enter_blocking);
+    park();
+}

@@ -1,0 +1,527 @@
+//! A worker thread: its slot (what others see of it), its thread-local context (what only it
+//! touches), and its loop.
+//!
+//! Each thread of a runtime (permanent worker or compensation thread) owns one slot for life:
+//! a LIFO deque whose stealing end is in the slot, a parker whose unparker is in the slot, and
+//! counters that only the owner writes. The loop:
+//!
+//! 1. every [`INJECTOR_INTERVAL`] tasks, look at the injector first (fairness for tasks
+//!    spawned from outside);
+//! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
+//!    row, then its own deque (newest first), then the injector;
+//! 3. steal half of a victim's deque, starting at a random victim;
+//! 4. sleep (the protocol in `idle.rs`).
+//!
+//! A compensation thread also checks, between tasks, whether the runtime has more active
+//! threads than workers; if so it retires (parks in the spare list) until needed again.
+
+use std::cell::Cell;
+use std::io;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::sync::{Parker, Unparker};
+
+use super::{Metrics, Shared};
+use crate::task::TaskRef;
+
+/// Tasks run between two looks at the injector.
+const INJECTOR_INTERVAL: u32 = 61;
+/// Consecutive runs from the LIFO slot before the deque gets a turn.
+const MAX_LIFO_STREAK: u32 = 3;
+/// Stack kept free below a task run inline by a waiter.
+const STACK_RESERVE: usize = 256 * 1024;
+
+/// What other threads see of a worker thread.
+pub(crate) struct Slot {
+    stealer: Stealer<TaskRef>,
+    unparker: Unparker,
+    /// In the idle list; cleared by the thread that wakes it.
+    pub(super) sleeping: AtomicBool,
+    /// A retired compensation thread, parked in the spare list.
+    retired: AtomicBool,
+    pub(super) metrics: SlotMetrics,
+}
+
+impl Slot {
+    pub(super) fn unpark(&self) {
+        self.unparker.unpark();
+    }
+    pub(super) fn has_work(&self) -> bool {
+        !self.stealer.is_empty()
+    }
+}
+
+/// Counters written only by the slot's thread (plain load + store, no read-modify-write).
+#[derive(Default)]
+pub(super) struct SlotMetrics {
+    spawned: AtomicU64,
+    polled: AtomicU64,
+    stolen: AtomicU64,
+    parks: AtomicU64,
+    helped: AtomicU64,
+}
+
+#[inline]
+fn bump(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+impl SlotMetrics {
+    pub(super) fn add_to(&self, m: &mut Metrics) {
+        m.spawned += self.spawned.load(Ordering::Relaxed);
+        m.polled += self.polled.load(Ordering::Relaxed);
+        m.stolen += self.stolen.load(Ordering::Relaxed);
+        m.parks += self.parks.load(Ordering::Relaxed);
+        m.helped += self.helped.load(Ordering::Relaxed);
+    }
+}
+
+/// A worker thread's own state, reachable through the `CTX` thread-local.
+pub(crate) struct WorkerCtx {
+    pub(crate) shared: &'static Shared,
+    index: usize,
+    slot: &'static Slot,
+    local: Worker<TaskRef>,
+    parker: Parker,
+    lifo: Cell<Option<TaskRef>>,
+    lifo_streak: Cell<u32>,
+    tick: Cell<u32>,
+    rng: Cell<u64>,
+    /// Counted in the idle protocol's `searching`.
+    searching: Cell<bool>,
+    compensator: bool,
+    /// Lowest stack address a waiter may run a task inline above.
+    stack_limit: usize,
+}
+
+thread_local! {
+    static CTX: Cell<*const WorkerCtx> = const { Cell::new(ptr::null()) };
+    /// The runtime entered by `Runtime::block_on` on a non-worker thread.
+    static ENTERED: Cell<Option<&'static Shared>> = const { Cell::new(None) };
+}
+
+/// This thread's worker context, if it is a worker of any runtime.
+#[inline]
+pub(crate) fn current_ctx() -> Option<&'static WorkerCtx> {
+    let p = CTX.with(|c| c.get());
+    // SAFETY: `CTX` points at the `WorkerCtx` on this thread's worker stack frame, which
+    // outlives every use: it is cleared before that frame returns, and the reference never
+    // leaves this thread (`WorkerCtx` is not `Sync`).
+    unsafe { p.as_ref() }
+}
+
+/// This thread's worker context, if it is a worker of `shared`.
+#[inline]
+pub(super) fn current_for(shared: &'static Shared) -> Option<&'static WorkerCtx> {
+    current_ctx().filter(|c| ptr::eq(c.shared, shared))
+}
+
+/// The runtime this thread works for or has entered.
+#[inline]
+pub(super) fn current_shared() -> Option<&'static Shared> {
+    match current_ctx() {
+        Some(c) => Some(c.shared),
+        None => ENTERED.with(|e| e.get()),
+    }
+}
+
+/// Makes `shared` the current runtime of this (non-worker) thread until the guard drops.
+pub(super) fn enter(shared: &'static Shared) -> EnterGuard {
+    EnterGuard(ENTERED.with(|e| e.replace(Some(shared))))
+}
+
+/// Restores the previously entered runtime.
+pub(super) struct EnterGuard(Option<&'static Shared>);
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        ENTERED.with(|e| e.set(self.0));
+    }
+}
+
+/// Starts a thread on a new slot. The caller has already counted it in `active`.
+pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Result<usize> {
+    let local = Worker::new_lifo();
+    let parker = Parker::new();
+    let slot = Slot {
+        stealer: local.stealer(),
+        unparker: parker.unparker().clone(),
+        sleeping: AtomicBool::new(false),
+        retired: AtomicBool::new(false),
+        metrics: SlotMetrics::default(),
+    };
+    let mut handles = shared.handles.lock().unwrap_or_else(|e| e.into_inner());
+    let index = shared.num_slots.load(Ordering::Relaxed);
+    if index >= shared.slots.len() {
+        return Err(io::Error::other("ito: out of worker slots"));
+    }
+    if shared.slots[index].set(slot).is_err() {
+        unreachable!("slots are initialised in order under the handles lock");
+    }
+    shared.num_slots.store(index + 1, Ordering::Release);
+    let name = if compensator {
+        format!("{}-comp-{index}", shared.name)
+    } else {
+        format!("{}-worker-{index}", shared.name)
+    };
+    let stack_size = shared.stack_size;
+    shared.counters.thread_started();
+    let spawned = std::thread::Builder::new()
+        .name(name)
+        .stack_size(stack_size)
+        .spawn(move || {
+            let here = 0u8;
+            let base = &here as *const u8 as usize;
+            let ctx = WorkerCtx {
+                shared,
+                index,
+                slot: shared.slots[index].get().expect("initialised before the thread starts"),
+                local,
+                parker,
+                lifo: Cell::new(None),
+                lifo_streak: Cell::new(0),
+                tick: Cell::new(0),
+                rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407)),
+                searching: Cell::new(false),
+                compensator,
+                stack_limit: base.saturating_sub(stack_size).saturating_add(STACK_RESERVE),
+            };
+            CTX.with(|c| c.set(&ctx));
+            ctx.run_loop();
+            CTX.with(|c| c.set(ptr::null()));
+            ctx.drain();
+            shared.counters.thread_stopped();
+        });
+    match spawned {
+        Ok(h) => {
+            handles.push(h);
+            Ok(index)
+        }
+        Err(e) => {
+            shared.counters.thread_stopped();
+            Err(e)
+        }
+    }
+}
+
+/// Steals one task from the injector, retrying on contention.
+pub(super) fn steal_retrying(inj: &Injector<TaskRef>) -> Option<TaskRef> {
+    loop {
+        match inj.steal() {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+impl WorkerCtx {
+    #[inline]
+    fn slot(&self) -> &'static Slot {
+        self.slot
+    }
+
+    fn run_loop(&self) {
+        loop {
+            if self.shared.is_shutdown() {
+                return;
+            }
+            if self.compensator && self.should_retire() {
+                self.retire();
+                continue;
+            }
+            if let Some(t) = self.next_local() {
+                self.run_task(t);
+                continue;
+            }
+            if let Some(t) = self.search() {
+                self.run_task(t);
+                continue;
+            }
+            self.sleep();
+        }
+    }
+
+    #[inline]
+    fn run_task(&self, t: TaskRef) {
+        bump(&self.slot().metrics.polled);
+        t.run();
+    }
+
+    /// Next task from this worker's own queues (and, now and then, the injector).
+    #[inline]
+    fn next_local(&self) -> Option<TaskRef> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % INJECTOR_INTERVAL == 0 {
+            if let Some(t) = steal_retrying(&self.shared.injector) {
+                return Some(t);
+            }
+        }
+        if self.lifo_streak.get() < MAX_LIFO_STREAK {
+            if let Some(t) = self.lifo.take() {
+                self.lifo_streak.set(self.lifo_streak.get() + 1);
+                return Some(t);
+            }
+        } else if let Some(t) = self.lifo.take() {
+            // Give the deque a turn: the LIFO task goes behind the newest deque task.
+            self.local.push(t);
+            self.shared.idle.notify_work(self.shared, false);
+        }
+        self.lifo_streak.set(0);
+        self.local.pop()
+    }
+
+    /// Looks for work elsewhere: the injector, then other slots' deques.
+    fn search(&self) -> Option<TaskRef> {
+        if !self.searching.get() {
+            self.searching.set(true);
+            self.shared.idle.start_searching();
+        }
+        let found = self.steal_anywhere();
+        if found.is_some() {
+            self.stop_searching();
+        }
+        found
+    }
+
+    fn steal_anywhere(&self) -> Option<TaskRef> {
+        if let Some(t) = self.steal_injector() {
+            return Some(t);
+        }
+        let n = self.shared.num_slots.load(Ordering::Acquire);
+        if n > 1 {
+            let start = self.next_rand() as usize % n;
+            for k in 0..n {
+                let i = (start + k) % n;
+                if i == self.index {
+                    continue;
+                }
+                let Some(slot) = self.shared.slots[i].get() else {
+                    continue;
+                };
+                loop {
+                    match slot.stealer.steal_batch_and_pop(&self.local) {
+                        Steal::Success(t) => {
+                            bump(&self.slot().metrics.stolen);
+                            return Some(t);
+                        }
+                        Steal::Empty => break,
+                        Steal::Retry => std::hint::spin_loop(),
+                    }
+                }
+            }
+        }
+        self.steal_injector()
+    }
+
+    fn steal_injector(&self) -> Option<TaskRef> {
+        loop {
+            match self.shared.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    fn stop_searching(&self) {
+        if self.searching.replace(false) {
+            self.shared.idle.stop_searching(self.shared);
+        }
+    }
+
+    fn next_rand(&self) -> u64 {
+        // xorshift64*
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// No work anywhere: sleep until notified (see `idle.rs`).
+    fn sleep(&self) {
+        if self.searching.replace(false) && self.shared.idle.leave_searching_was_last() {
+            // The last searcher must look once more: a push may have skipped its
+            // notification because we were searching.
+            if let Some(t) = self.steal_anywhere_and_own() {
+                self.run_task(t);
+                return;
+            }
+        }
+        let shared = self.shared;
+        shared.idle.register_sleeper(self.index, self.slot());
+        if shared.idle.work_visible(shared) && shared.idle.unregister_sleeper(self.index, self.slot())
+        {
+            return;
+        }
+        while self.slot().sleeping.load(Ordering::Acquire) && !shared.is_shutdown() {
+            bump(&self.slot().metrics.parks);
+            self.parker.park();
+        }
+        // Woken by a notifier, which counted us as searching.
+        if !shared.is_shutdown() {
+            self.searching.set(true);
+        }
+    }
+
+    fn steal_anywhere_and_own(&self) -> Option<TaskRef> {
+        self.searching.set(true);
+        self.shared.idle.start_searching();
+        let t = self.steal_anywhere();
+        self.stop_searching();
+        t
+    }
+
+    /// Spawned a task from this worker.
+    #[inline]
+    pub(super) fn push_spawned(&self, task: TaskRef) {
+        bump(&self.slot().metrics.spawned);
+        self.local.push(task);
+        self.shared.idle.notify_work(self.shared, false);
+    }
+
+    /// Woke a task from this worker: it goes to the LIFO slot, to run next.
+    #[inline]
+    pub(super) fn push_woken(&self, task: TaskRef) {
+        if let Some(prev) = self.lifo.replace(Some(task)) {
+            self.local.push(prev);
+            self.shared.idle.notify_work(self.shared, false);
+        }
+    }
+
+    /// The current stack position has room to run a task inline.
+    #[inline]
+    pub(crate) fn stack_has_room(&self) -> bool {
+        let here = 0u8;
+        (&here as *const u8 as usize) > self.stack_limit
+    }
+
+    /// After running a claimed task inline: its queue entry (and maybe others) may now be a
+    /// stale entry on top of our deque, keeping a finished task's memory alive. Drop stale
+    /// entries from the top until a live one shows.
+    pub(crate) fn after_helped(&self) {
+        bump(&self.slot().metrics.helped);
+        while let Some(t) = self.local.pop() {
+            if t.is_stale() {
+                drop(t);
+            } else {
+                self.local.push(t);
+                break;
+            }
+        }
+    }
+
+    /// This thread is about to block: give its place to another thread if the runtime would
+    /// otherwise run with fewer active threads than workers.
+    pub(crate) fn enter_blocking(&self) -> BlockingGuard {
+        if let Some(t) = self.lifo.take() {
+            self.local.push(t);
+        }
+        let shared = self.shared;
+        let before = shared.active.fetch_sub(1, Ordering::SeqCst);
+        if !self.local.is_empty() || !shared.injector.is_empty() {
+            shared.idle.notify_work(shared, true);
+        }
+        if before <= shared.workers {
+            shared.compensate(before == 1);
+        }
+        BlockingGuard { shared }
+    }
+
+    fn should_retire(&self) -> bool {
+        self.shared.active.load(Ordering::Relaxed) > self.shared.workers
+    }
+
+    /// A compensation thread steps back: park in the spare list until reactivated.
+    fn retire(&self) {
+        let shared = self.shared;
+        let mut a = shared.active.load(Ordering::Relaxed);
+        loop {
+            if a <= shared.workers {
+                return;
+            }
+            match shared
+                .active
+                .compare_exchange(a, a - 1, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(actual) => a = actual,
+            }
+        }
+        self.stop_searching();
+        if let Some(t) = self.lifo.take() {
+            self.local.push(t);
+        }
+        if !self.local.is_empty() {
+            shared.idle.notify_work(shared, true);
+        }
+        self.slot().retired.store(true, Ordering::Release);
+        shared
+            .spares
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.index);
+        while self.slot().retired.load(Ordering::Acquire) && !shared.is_shutdown() {
+            bump(&self.slot().metrics.parks);
+            self.parker.park();
+        }
+    }
+
+    /// Cancels whatever is left in this worker's queues (shutdown).
+    fn drain(&self) {
+        if let Some(t) = self.lifo.take() {
+            t.cancel();
+        }
+        while let Some(t) = self.local.pop() {
+            t.cancel();
+        }
+    }
+}
+
+/// Counts the thread back in as active when its wait ends.
+pub(crate) struct BlockingGuard {
+    shared: &'static Shared,
+}
+
+impl Drop for BlockingGuard {
+    fn drop(&mut self) {
+        self.shared.active.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Shared {
+    /// Brings one more thread into play for a worker that is blocking. `all_blocked`: no other
+    /// thread of the runtime is active, so the bound may be exceeded.
+    fn compensate(&'static self, all_blocked: bool) {
+        if !all_blocked && self.idle.has_sleepers() {
+            // An idle worker can take the work; it is woken when work appears.
+            return;
+        }
+        let spare = self.spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        if let Some(i) = spare {
+            self.active.fetch_add(1, Ordering::SeqCst);
+            let slot = self.slots[i].get().expect("spare slots are initialised");
+            slot.retired.store(false, Ordering::Release);
+            slot.unpark();
+            self.counters.compensations.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let used = self.num_slots.load(Ordering::Acquire);
+        if used < self.workers + self.max_comp || all_blocked {
+            self.active.fetch_add(1, Ordering::SeqCst);
+            match start_thread(self, true) {
+                Ok(_) => {
+                    self.counters.compensations.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    self.active.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+}

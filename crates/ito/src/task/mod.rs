@@ -1,0 +1,351 @@
+//! The raw task: one allocation holding the task header, the completion cell of its
+//! [`Future`], and the body (a closure or an async future).
+//!
+//! ```text
+//! TaskCell<B, T> (repr(C), one allocation)
+//! ┌──────────────────────────────┐
+//! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
+//! ├──────────────────────────────┤
+//! │ Inner<T> cell header, value  │ ← Future<T> handles point here; the refcount lives here
+//! ├──────────────────────────────┤
+//! │ body: B (dropped when done)  │
+//! └──────────────────────────────┘
+//! ```
+//!
+//! Who touches what:
+//! - `Header::state`: any thread, by the transitions in [`state`].
+//! - `body`: only the thread that won `SCHEDULED → RUNNING`, until it moves the state on; and
+//!   `destroy` (the last reference) if the task never completed.
+//! - the cell: its own protocol (`future::cell`); the task is its only completer.
+//! - references (in the cell header): one per `Future` handle, per queue entry (`TaskRef`) and
+//!   per waker. The allocation is freed when the last one goes, whoever holds it.
+//!
+//! A pending task with an empty body costs `size_of::<TaskCell<_, ()>>()`: 16 bytes of header,
+//! 8 for the scheduler pointer, 24 for the cell header and 24 for the `Result<(), Failure>`
+//! slot, plus the body (checked by a test to stay within 128 bytes).
+
+pub(crate) mod state;
+mod waker;
+
+use std::future::Future as StdFuture;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+use crate::Failure;
+use crate::future::Future;
+use crate::future::cell::{CellHeader, CellVTable, Inner};
+use crate::loom::UnsafeCell;
+use crate::runtime::Shared;
+use state::{AfterPoll, State};
+
+/// The front of every task.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) state: State,
+    vtable: &'static TaskVTable,
+    /// The runtime the task belongs to. Runtimes' shared blocks are never freed, so this
+    /// pointer never dangles.
+    pub(crate) sched: &'static Shared,
+}
+
+struct TaskVTable {
+    /// Runs the body once. The caller has moved the state to `RUNNING` and holds a reference.
+    poll: unsafe fn(NonNull<Header>),
+    /// Drops the body and fails the cell with `Cancelled`. Same precondition as `poll`.
+    cancel: unsafe fn(NonNull<Header>),
+    /// Byte offset from the header to the cell.
+    cell_offset: usize,
+}
+
+#[repr(C)]
+struct TaskCell<B, T> {
+    header: Header,
+    inner: Inner<T>,
+    body: UnsafeCell<ManuallyDrop<B>>,
+}
+
+impl Header {
+    #[inline]
+    fn cell(this: NonNull<Header>) -> NonNull<CellHeader> {
+        // SAFETY: the header is live (callers hold a reference); `cell_offset` was computed
+        // with `offset_of!` for this allocation's type.
+        unsafe {
+            let off = this.as_ref().vtable.cell_offset;
+            NonNull::new_unchecked(this.as_ptr().cast::<u8>().add(off).cast::<CellHeader>())
+        }
+    }
+
+    #[inline]
+    fn inc_ref(this: NonNull<Header>) {
+        // SAFETY: the caller holds a reference, so the cell is live.
+        unsafe { Header::cell(this).as_ref() }.inc_ref();
+    }
+
+    /// # Safety
+    /// The caller owns one reference and gives it up.
+    #[inline]
+    unsafe fn dec_ref(this: NonNull<Header>) {
+        // SAFETY: forwarded.
+        unsafe { CellHeader::dec_ref(Header::cell(this)) };
+    }
+
+    /// Runs the task inline if it is scheduled and nobody started it: how a waiter helps.
+    /// Returns whether it ran.
+    ///
+    /// # Safety
+    /// The caller holds a reference to the task (for example a `Future` on its cell).
+    pub(crate) unsafe fn try_run_inline(this: NonNull<Header>) -> bool {
+        // SAFETY: live, per the caller.
+        let h = unsafe { this.as_ref() };
+        if h.state.transition_to_running() {
+            // SAFETY: we won `SCHEDULED → RUNNING` and hold a reference.
+            unsafe { (h.vtable.poll)(this) };
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// An owned reference to a task that is (or was) scheduled: a run-queue entry.
+pub(crate) struct TaskRef(NonNull<Header>);
+
+// SAFETY: a task is shared by design; its body is only touched by the thread that won the
+// state transition, and bodies are `Send`.
+unsafe impl Send for TaskRef {}
+
+impl TaskRef {
+    /// Runs the task if this entry wins it; drops the entry either way.
+    #[inline]
+    pub(crate) fn run(self) {
+        // SAFETY: the entry holds a reference.
+        unsafe { Header::try_run_inline(self.0) };
+    }
+
+    /// Cancels the task if this entry wins it (runtime shutdown); drops the entry.
+    pub(crate) fn cancel(self) {
+        // SAFETY: the entry holds a reference.
+        let h = unsafe { self.0.as_ref() };
+        if h.state.transition_to_running() {
+            // SAFETY: we won the task and hold a reference.
+            unsafe { (h.vtable.cancel)(self.0) };
+        }
+    }
+
+    /// Whether this entry can no longer run the task (someone else ran or is running it).
+    #[inline]
+    pub(crate) fn is_stale(&self) -> bool {
+        // SAFETY: the entry holds a reference.
+        unsafe { self.0.as_ref() }.state.load() & state::SCHEDULED == 0
+    }
+
+    /// The runtime the task belongs to.
+    #[inline]
+    pub(crate) fn sched(&self) -> &'static Shared {
+        // SAFETY: the entry holds a reference.
+        unsafe { self.0.as_ref() }.sched
+    }
+}
+
+impl Drop for TaskRef {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the entry owns one reference.
+        unsafe { Header::dec_ref(self.0) };
+    }
+}
+
+struct Kind<B, T>(PhantomData<(B, T)>);
+
+fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
+    let off = std::mem::offset_of!(TaskCell<B, T>, inner);
+    // SAFETY: the cell lives at `off` inside a `TaskCell<B, T>`, whose header is at 0.
+    unsafe { NonNull::new_unchecked(cell.as_ptr().cast::<u8>().sub(off).cast::<Header>()) }
+}
+
+unsafe fn destroy<B, T>(cell: NonNull<CellHeader>) {
+    let task = cell_vtable_task::<B, T>(cell).cast::<TaskCell<B, T>>();
+    // SAFETY: the last reference: exclusive access to the allocation made by `Box::new`.
+    let mut b = unsafe { Box::from_raw(task.as_ptr()) };
+    if !b.header.state.is_complete() {
+        // The body was never finished: drop it here.
+        // SAFETY: exclusive access; the body is still present (not COMPLETE).
+        b.body.with_mut(|p| unsafe { ManuallyDrop::drop(&mut *p) });
+    }
+    // SAFETY: exclusive access.
+    unsafe { b.inner.drop_contents() };
+}
+
+unsafe fn task_of<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
+    cell_vtable_task::<B, T>(cell)
+}
+
+impl<B, T> Kind<B, T> {
+    const CELL_VTABLE: CellVTable = CellVTable {
+        destroy: destroy::<B, T>,
+        task: Some(task_of::<B, T>),
+    };
+}
+
+/// Allocates a task with `body`, one reference for the returned entry and one for the future.
+fn alloc<B, T>(
+    body: B,
+    sched: &'static Shared,
+    vtable: &'static TaskVTable,
+) -> (TaskRef, Future<T>) {
+    let cell = Box::new(TaskCell {
+        header: Header {
+            state: State::new_scheduled(),
+            vtable,
+            sched,
+        },
+        inner: Inner::<T>::new(2, &Kind::<B, T>::CELL_VTABLE),
+        body: UnsafeCell::new(ManuallyDrop::new(body)),
+    });
+    let ptr = NonNull::from(Box::leak(cell));
+    // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
+    let fut = unsafe {
+        Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
+            (*ptr.as_ptr()).inner
+        )))
+    };
+    (TaskRef(ptr.cast()), fut)
+}
+
+/// Completes the task's cell and marks the task complete. The body must already be dropped.
+///
+/// # Safety
+/// Called once, by the runner, on a `TaskCell<B, T>`.
+#[inline]
+unsafe fn finish<B, T>(task: NonNull<TaskCell<B, T>>, result: Result<T, Failure>) {
+    // SAFETY: the runner holds a reference; the task is its cell's only completer.
+    let t = unsafe { task.as_ref() };
+    t.header.state.transition_to_complete();
+    // SAFETY: see above.
+    unsafe { t.inner.complete_claimed(result) };
+}
+
+// ----- synchronous closures (spawn_fn) -----
+
+struct FnTask<F, T>(PhantomData<(F, T)>);
+
+impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
+    const VTABLE: TaskVTable = TaskVTable {
+        poll: Self::poll,
+        cancel: Self::cancel,
+        cell_offset: std::mem::offset_of!(TaskCell<F, T>, inner),
+    };
+
+    unsafe fn poll(h: NonNull<Header>) {
+        let task = h.cast::<TaskCell<F, T>>();
+        // SAFETY: we are the runner: exclusive access to the body, taken exactly once (the
+        // state becomes COMPLETE below, so `destroy` will not drop it again).
+        let f = unsafe { task.as_ref() }
+            .body
+            .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
+        let result = catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic);
+        // SAFETY: the runner, once.
+        unsafe { finish(task, result) };
+    }
+
+    unsafe fn cancel(h: NonNull<Header>) {
+        let task = h.cast::<TaskCell<F, T>>();
+        // SAFETY: the runner: exclusive access; the body is dropped once.
+        unsafe { task.as_ref() }
+            .body
+            .with_mut(|p| unsafe { ManuallyDrop::drop(&mut *p) });
+        // SAFETY: the runner, once.
+        unsafe { finish(task, Err(Failure::Cancelled)) };
+    }
+}
+
+/// A task running `f` on a worker. Returns the queue entry to schedule and the future.
+pub(crate) fn new_fn<F, T>(f: F, sched: &'static Shared) -> (TaskRef, Future<T>)
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    alloc(f, sched, &FnTask::<F, T>::VTABLE)
+}
+
+// ----- async futures (spawn) -----
+
+struct FutTask<G>(PhantomData<G>);
+
+impl<G: StdFuture + Send + 'static> FutTask<G>
+where
+    G::Output: Send + 'static,
+{
+    const VTABLE: TaskVTable = TaskVTable {
+        poll: Self::poll,
+        cancel: Self::cancel,
+        cell_offset: std::mem::offset_of!(TaskCell<G, G::Output>, inner),
+    };
+
+    unsafe fn poll(h: NonNull<Header>) {
+        let task = h.cast::<TaskCell<G, G::Output>>();
+        // SAFETY: the task holds a reference for as long as the borrowed waker is used.
+        let waker = unsafe { waker::borrowed(h) };
+        let mut cx = Context::from_waker(&waker);
+        // SAFETY: the runner has exclusive access to the body; it is pinned in the task's heap
+        // allocation and never moved until dropped in place.
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            unsafe { task.as_ref() }.body.with_mut(|p| {
+                let fut = unsafe { std::pin::Pin::new_unchecked(&mut **p) };
+                fut.poll(&mut cx)
+            })
+        }));
+        let result = match polled {
+            Ok(Poll::Pending) => {
+                // SAFETY: the runner holds a reference.
+                if unsafe { task.as_ref() }.header.state.transition_to_idle() == AfterPoll::Reschedule
+                {
+                    Header::inc_ref(h);
+                    crate::runtime::schedule(TaskRef(h));
+                }
+                return;
+            }
+            Ok(Poll::Ready(v)) => Ok(v),
+            Err(panic) => Err(Failure::from_panic(panic)),
+        };
+        // SAFETY: the runner: drop the body once, before completing.
+        Self::drop_body(task);
+        // SAFETY: the runner, once.
+        unsafe { finish(task, result) };
+    }
+
+    fn drop_body(task: NonNull<TaskCell<G, G::Output>>) {
+        // A panicking destructor must not take the worker down: the result stands.
+        // SAFETY: called by the runner only, once, before `finish`.
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+            task.as_ref()
+                .body
+                .with_mut(|p| ManuallyDrop::drop(&mut *p))
+        }));
+    }
+
+    unsafe fn cancel(h: NonNull<Header>) {
+        let task = h.cast::<TaskCell<G, G::Output>>();
+        Self::drop_body(task);
+        // SAFETY: the runner, once.
+        unsafe { finish(task, Err(Failure::Cancelled)) };
+    }
+}
+
+/// A task polling `fut` on a worker. Returns the queue entry to schedule and the future.
+pub(crate) fn new_future<G>(fut: G, sched: &'static Shared) -> (TaskRef, Future<G::Output>)
+where
+    G: StdFuture + Send + 'static,
+    G::Output: Send + 'static,
+{
+    alloc(fut, sched, &FutTask::<G>::VTABLE)
+}
+
+/// The size of a task whose body is `B` and output `T`, for the size test.
+#[doc(hidden)]
+pub const fn task_size<B, T>() -> usize {
+    std::mem::size_of::<TaskCell<B, T>>()
+}

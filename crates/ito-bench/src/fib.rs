@@ -226,7 +226,6 @@ fn rayon_fib(n: u64, c: u64) -> u64 {
 }
 
 /// The ito workloads (styles `wait`, `flat` and `async`).
-#[cfg(any())]
 mod with_ito {
     use super::{Outcome, Style, sfib};
     use std::time::Instant;
@@ -311,25 +310,6 @@ mod with_ito {
     }
 }
 
-/// Stand-in for the ito workloads while ito does not export its API yet.
-#[cfg(not(any()))]
-mod with_ito {
-    use super::{Outcome, Style};
-
-    /// Placeholder until ito exports its runtime.
-    pub(crate) struct Runtime;
-
-    /// Fails: ito is not built yet.
-    pub(super) fn runtime(_workers: usize) -> Result<Runtime, String> {
-        Err("ito is not built yet".into())
-    }
-
-    /// Fails: ito is not built yet.
-    pub(super) fn run(_: &Runtime, _: Style, _: u64, _: u64) -> Result<Outcome, String> {
-        Err("ito is not built yet".into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,15 +327,18 @@ mod tests {
     }
 
     #[test]
-    fn peers_compute_fib() {
-        for imp in [Impl::Tokio, Impl::Rayon, Impl::Seq] {
-            for style in [Style::Wait, Style::Async, Style::Join] {
+    fn impls_compute_fib() {
+        for imp in [Impl::Ito, Impl::Tokio, Impl::Rayon, Impl::Seq] {
+            for style in [Style::Flat, Style::Wait, Style::Async, Style::Join] {
                 if effective_style(imp, style).is_err() {
                     continue;
                 }
                 let w = Workload::new(imp, style, 2).unwrap();
                 let o = w.run(20, 10).unwrap();
                 assert_eq!(o.result, 6765, "{imp:?} {style:?}");
+                if imp != Impl::Seq {
+                    assert!(o.tasks >= task_count(20, 10), "{imp:?} {style:?}");
+                }
             }
         }
     }

@@ -378,4 +378,19 @@ mod tests {
         assert!(s.finish() >= 5);
         assert!(vm_hwm_bytes().unwrap() > 0);
     }
+
+    #[test]
+    #[ignore = "helper that run_child_kills_on_timeout runs as a child"]
+    fn helper_sleeps() {
+        thread::sleep(Duration::from_secs(30));
+    }
+
+    #[test]
+    fn run_child_kills_on_timeout() {
+        let args = ["--ignored", "--exact", "measure::tests::helper_sleeps"].map(String::from);
+        let start = Instant::now();
+        let run = run_child(&args, Duration::from_millis(300)).unwrap();
+        assert!(run.status.is_none());
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
 }

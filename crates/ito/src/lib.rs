@@ -86,6 +86,9 @@ mod runtime;
 mod task;
 mod time;
 
+#[cfg(all(test, loom))]
+mod tests;
+
 pub use failure::Failure;
 pub use future::{Future, Promise};
 pub use runtime::{Builder, Metrics, Runtime, block_on};

@@ -3,7 +3,7 @@
 //! Under `RUSTFLAGS="--cfg loom"` these are [loom](https://docs.rs/loom)'s model-checked
 //! versions; otherwise the `std` ones. The completion cell (`future::cell`) and the task state
 //! word (`task::state`) use only what is exported here, so their loom models in
-//! `tests/loom_*.rs` exercise the real code. The runtime's worker loop (which also uses
+//! `src/tests/loom_*.rs` exercise the real code. The runtime's worker loop (which also uses
 //! crossbeam-deque and OS threads) is not modelled; it is covered by stress tests.
 
 #[cfg(not(loom))]

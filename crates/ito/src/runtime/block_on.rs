@@ -1,6 +1,6 @@
 //! [`block_on`]: run a future to completion on the current thread.
 
-use std::future::Future as StdFuture;
+use std::future::{Future as StdFuture, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,7 +23,8 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// Runs `fut` to completion on the current thread, parking it between polls.
+/// Runs `fut` (anything `.await`able, an [`ito::Future`](crate::Future) too) to completion
+/// on the current thread, parking it between polls.
 ///
 /// Tasks the future spawns go to the current runtime (the global one, unless called from a
 /// worker or inside [`Runtime::block_on`](crate::Runtime::block_on)). Called on a worker
@@ -38,8 +39,8 @@ impl Wake for ThreadWaker {
 /// });
 /// assert_eq!(v, 3);
 /// ```
-pub fn block_on<F: StdFuture>(fut: F) -> F::Output {
-    let mut fut = pin!(fut);
+pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
+    let mut fut = pin!(fut.into_future());
     let tw = Arc::new(ThreadWaker {
         thread: thread::current(),
         notified: AtomicBool::new(false),

@@ -17,7 +17,7 @@ mod metrics;
 pub(crate) mod wait;
 pub(crate) mod worker;
 
-use std::future::Future as StdFuture;
+use std::future::{Future as StdFuture, IntoFuture};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -297,7 +297,7 @@ impl Runtime {
     /// let v = rt.block_on(async { ito::spawn_fn(|| 5).await });
     /// assert_eq!(v, Ok(5));
     /// ```
-    pub fn block_on<F: StdFuture>(&self, fut: F) -> F::Output {
+    pub fn block_on<F: IntoFuture>(&self, fut: F) -> F::Output {
         let _enter = worker::enter(self.shared);
         block_on::block_on(fut)
     }

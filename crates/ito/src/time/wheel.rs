@@ -245,7 +245,7 @@ impl<T> Wheel<T> {
             if start > target {
                 break;
             }
-
+            self.now = self.now.max(start);
             let mut cur = self.levels[level].heads[slot];
             if level == 0 {
                 while cur != NIL {

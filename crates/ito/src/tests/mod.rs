@@ -1,0 +1,5 @@
+//! Loom models of ito's atomic state machines. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p ito --release --lib loom`.
+
+mod loom_cell;
+mod loom_task;

@@ -75,10 +75,13 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     if !same_runtime || !ctx.stack_has_room() {
         return false;
     }
+    if ctx.run_if_on_top(task.as_ptr()) {
+        return true;
+    }
     // SAFETY: we hold a reference (through the cell).
     let ran = unsafe { Header::try_run_inline(task) };
     if ran {
-        ctx.after_helped();
+        ctx.note_helped();
     }
     ran
 }

@@ -21,6 +21,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
 use crossbeam_utils::sync::{Parker, Unparker};
 
 use super::{Metrics, Shared};
@@ -41,7 +42,9 @@ pub(crate) struct Slot {
     pub(super) sleeping: AtomicBool,
     /// A retired compensation thread, parked in the spare list.
     retired: AtomicBool,
-    pub(super) metrics: SlotMetrics,
+    /// Written by the owner on every task: on a cache line of its own, so workers do not
+    /// bounce each other's lines.
+    pub(super) metrics: CachePadded<SlotMetrics>,
 }
 
 impl Slot {
@@ -150,7 +153,7 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
         unparker: parker.unparker().clone(),
         sleeping: AtomicBool::new(false),
         retired: AtomicBool::new(false),
-        metrics: SlotMetrics::default(),
+        metrics: CachePadded::new(SlotMetrics::default()),
     };
     let mut handles = shared.handles.lock().unwrap_or_else(|e| e.into_inner());
     let index = shared.num_slots.load(Ordering::Relaxed);
@@ -401,19 +404,33 @@ impl WorkerCtx {
         (&here as *const u8 as usize) > self.stack_limit
     }
 
-    /// After running a claimed task inline: its queue entry (and maybe others) may now be a
-    /// stale entry on top of our deque, keeping a finished task's memory alive. Drop stale
-    /// entries from the top until a live one shows.
-    pub(crate) fn after_helped(&self) {
-        bump(&self.slot().metrics.helped);
+    /// Helps a waiter whose awaited task is `task`: if it is on top of this worker's deque,
+    /// pop and run it; stale entries found on top on the way are dropped (they would otherwise
+    /// keep finished tasks' memory alive). Returns whether it ran the task. Otherwise leaves the
+    /// deque as it was (the caller may still claim the task wherever its entry is).
+    ///
+    /// In the fork-join pattern (push `a`, push `b`, wait `a`, wait `b`), `b` is popped here
+    /// and `a`'s stale entry is dropped by the next wait one level up: every entry is popped
+    /// once, plus one pop per wait that finds another live task on top.
+    #[inline]
+    pub(crate) fn run_if_on_top(&self, task: *const crate::task::Header) -> bool {
         while let Some(t) = self.local.pop() {
             if t.is_stale() {
-                drop(t);
-            } else {
-                self.local.push(t);
-                break;
+                continue;
             }
+            if t.header_ptr() == task {
+                bump(&self.slot().metrics.helped);
+                t.run();
+                return true;
+            }
+            self.local.push(t);
+            break;
         }
+        false
+    }
+
+    pub(crate) fn note_helped(&self) {
+        bump(&self.slot().metrics.helped);
     }
 
     /// This thread is about to block: give its place to another thread if the runtime would

@@ -142,6 +142,12 @@ impl TaskRef {
         unsafe { self.0.as_ref() }.state.load() & state::SCHEDULED == 0
     }
 
+    /// The task this entry refers to (for identity comparisons only).
+    #[inline]
+    pub(crate) fn header_ptr(&self) -> *const Header {
+        self.0.as_ptr()
+    }
+
     /// The runtime the task belongs to.
     #[inline]
     pub(crate) fn sched(&self) -> &'static Shared {
@@ -290,10 +296,12 @@ where
         // SAFETY: the task holds a reference for as long as the borrowed waker is used.
         let waker = unsafe { waker::borrowed(h) };
         let mut cx = Context::from_waker(&waker);
-        // SAFETY: the runner has exclusive access to the body; it is pinned in the task's heap
-        // allocation and never moved until dropped in place.
         let polled = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the runner holds a reference, so the task is live.
             unsafe { task.as_ref() }.body.with_mut(|p| {
+                // SAFETY: the runner has exclusive access to the body (it won the state
+                // transition); the body lives in the task's heap allocation and is never moved
+                // until it is dropped in place, so pinning it is sound.
                 let fut = unsafe { std::pin::Pin::new_unchecked(&mut **p) };
                 fut.poll(&mut cx)
             })

@@ -205,11 +205,13 @@ impl<T> Wheel<T> {
     }
 
     /// Number of entries in the wheel.
+    #[cfg_attr(not(test), allow(dead_code))] // the driver needs only `next_wakeup`
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the wheel holds no entries.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -616,6 +618,48 @@ mod tests {
                 if position(now, e).0 == 0 {
                     assert_eq!(nw, e, "level 0 entry must give exact wakeup");
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod driver_invariant {
+    use super::Wheel;
+
+    /// The timer thread sleeps until `next_wakeup` after each `advance(now)`: if that could
+    /// return a time at or before `now`, the thread would spin. Real clocks: small steps,
+    /// deadlines a few µs to ms ahead (and some behind the wheel's clock), random cancels.
+    #[test]
+    fn after_advance_next_wakeup_is_in_the_future() {
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut w = Wheel::new();
+        let mut keys = Vec::new();
+        let mut now = 5_000_000_000u64;
+        let mut out = Vec::new();
+        for step in 0..200_000 {
+            match rnd() % 4 {
+                0 | 1 => {
+                    let lag = rnd() % 3_000_000;
+                    let d = (now + rnd() % 200_000).saturating_sub(lag / 4);
+                    keys.push(w.insert(d, step));
+                }
+                2 if !keys.is_empty() => {
+                    let k = keys.swap_remove((rnd() as usize) % keys.len());
+                    let _ = w.cancel(k);
+                }
+                _ => now += rnd() % 300_000,
+            }
+            out.clear();
+            w.advance(now, &mut out);
+            if let Some(at) = w.next_wakeup() {
+                assert!(at > now, "step {step}: next_wakeup {at} <= now {now}");
             }
         }
     }

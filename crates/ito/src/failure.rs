@@ -113,7 +113,9 @@ impl fmt::Display for Failure {
         match self {
             Failure::Panic(m) => write!(f, "panicked: {m}"),
             Failure::Error(e) => fmt::Display::fmt(e, f),
-            Failure::BrokenPromise => f.write_str("broken promise: every promise handle was dropped"),
+            Failure::BrokenPromise => {
+                f.write_str("broken promise: every promise handle was dropped")
+            }
             Failure::Cancelled => f.write_str("cancelled"),
             Failure::Timeout => f.write_str("timed out"),
             Failure::NoSuchElement => f.write_str("no such element"),

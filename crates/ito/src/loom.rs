@@ -6,10 +6,10 @@
 //! `src/tests/loom_*.rs` exercise the real code. The runtime's worker loop (which also uses
 //! crossbeam-deque and OS threads) is not modelled; it is covered by stress tests.
 
-#[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 
 /// A spin-loop hint (loom: a yield, so models of spin loops terminate).
 #[inline]

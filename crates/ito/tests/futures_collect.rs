@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, Once};
 use std::thread;
 use std::time::Duration;
 
-use ito::future::{first_completed_of, first_success_of, fold, sequence, traverse, traverse_bounded};
+use ito::future::{
+    first_completed_of, first_success_of, fold, sequence, traverse, traverse_bounded,
+};
 use ito::{Failure, Future, Promise};
 
 /// Upper bound for waits that are expected to succeed (only reached if something hangs).
@@ -14,7 +16,8 @@ const LONG: Duration = Duration::from_secs(10);
 
 /// Waits for `f`, failing the test instead of hanging.
 fn get<T: Clone>(f: &Future<T>) -> Result<T, Failure> {
-    f.wait_timeout(LONG).expect("future did not complete in time")
+    f.wait_timeout(LONG)
+        .expect("future did not complete in time")
 }
 
 /// Keeps the panics these tests provoke on purpose (messages starting with `expected:`) out of
@@ -92,7 +95,10 @@ fn sequence_of_tasks_and_constants() {
 fn sequence_of_nothing_is_empty() {
     let all = sequence(Vec::<Future<u8>>::new());
     assert_eq!(get(&all), Ok(vec![]));
-    assert_eq!(get(&sequence(std::iter::empty::<Future<String>>())), Ok(vec![]));
+    assert_eq!(
+        get(&sequence(std::iter::empty::<Future<String>>())),
+        Ok(vec![])
+    );
 }
 
 #[test]
@@ -159,7 +165,12 @@ fn traverse_maps_in_order() {
     }
     assert_eq!(
         get(&f),
-        Ok(vec!["a0".to_string(), "b1".into(), "c2".into(), "d3".into()])
+        Ok(vec![
+            "a0".to_string(),
+            "b1".into(),
+            "c2".into(),
+            "d3".into()
+        ])
     );
 }
 
@@ -207,7 +218,11 @@ fn bounded_high_water(n: usize, limit: usize) -> (Result<Vec<usize>, Failure>, u
 fn traverse_bounded_never_exceeds_the_limit() {
     for limit in [1, 2, 3, 5] {
         let (res, max) = bounded_high_water(24, limit);
-        assert_eq!(res, Ok((0..24).map(|i| i * 3).collect::<Vec<_>>()), "limit {limit}");
+        assert_eq!(
+            res,
+            Ok((0..24).map(|i| i * 3).collect::<Vec<_>>()),
+            "limit {limit}"
+        );
         assert!(max <= limit, "limit {limit}: {max} in flight");
         assert!(max >= 1);
     }
@@ -230,7 +245,7 @@ fn traverse_bounded_starts_the_next_input_only_when_one_completes() {
     assert_eq!(started.load(Ordering::SeqCst), 4);
     assert!(!f.is_completed());
     // Completed out of order from another thread.
-    let ps2: Vec<_> = ps.iter().cloned().collect();
+    let ps2 = ps.to_vec();
     thread::spawn(move || {
         for i in [3, 0, 5, 4] {
             ps2[i].success(i).unwrap();
@@ -261,7 +276,11 @@ fn traverse_bounded_stops_at_the_first_failure() {
         }
     });
     assert_eq!(get(&f), Err(Failure::msg("three")));
-    assert_eq!(calls.load(Ordering::SeqCst), 4, "inputs started after the failure");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        4,
+        "inputs started after the failure"
+    );
 
     // A failure of an input that completes later, while others are in flight.
     let (ps, fs) = promises::<u8>(10);
@@ -289,7 +308,10 @@ fn traverse_bounded_panicking_closure_fails() {
         }
         Future::successful(x)
     });
-    assert_eq!(get(&f), Err(Failure::Panic("expected: traverse_bounded".into())));
+    assert_eq!(
+        get(&f),
+        Err(Failure::Panic("expected: traverse_bounded".into()))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,7 +337,10 @@ fn collections_of_many_completed_futures_do_not_overflow() {
     assert_eq!(v, (0..MANY).collect::<Vec<_>>());
     let v = get(&traverse(0..MANY, Future::successful)).unwrap();
     assert_eq!(v.len(), MANY);
-    assert_eq!(get(&fold(fs.clone(), 0u64, |a, x| a + x as u64)), Ok((MANY as u64 - 1) * MANY as u64 / 2));
+    assert_eq!(
+        get(&fold(fs.clone(), 0u64, |a, x| a + x as u64)),
+        Ok((MANY as u64 - 1) * MANY as u64 / 2)
+    );
     assert_eq!(get(&first_completed_of(fs.clone())), Ok(0));
     assert_eq!(get(&first_success_of(fs)), Ok(0));
 }
@@ -411,7 +436,11 @@ fn first_success_of_skips_failures() {
     assert_eq!(get(&f), Ok(2));
 
     // A success among never-completing inputs.
-    let fs = vec![Future::never(), Future::failed(Failure::Timeout), Future::successful(7)];
+    let fs = vec![
+        Future::never(),
+        Future::failed(Failure::Timeout),
+        Future::successful(7),
+    ];
     assert_eq!(get(&first_success_of(fs)), Ok(7));
 }
 
@@ -455,7 +484,10 @@ fn fold_in_input_order() {
 
 #[test]
 fn fold_of_nothing_is_zero_and_failures_propagate() {
-    assert_eq!(get(&fold(Vec::<Future<u8>>::new(), 42u32, |a, _| a + 1)), Ok(42));
+    assert_eq!(
+        get(&fold(Vec::<Future<u8>>::new(), 42u32, |a, _| a + 1)),
+        Ok(42)
+    );
 
     let fs = vec![
         Future::successful(1),

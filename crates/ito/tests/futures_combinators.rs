@@ -42,7 +42,8 @@ fn panic_failure(msg: &str) -> Failure {
 
 /// Waits for `f`, failing the test instead of hanging.
 fn get<T: Clone>(f: &Future<T>) -> Result<T, Failure> {
-    f.wait_timeout(LONG).expect("future did not complete in time")
+    f.wait_timeout(LONG)
+        .expect("future did not complete in time")
 }
 
 /// How the source future of a combinator gets its result.
@@ -284,7 +285,11 @@ fn flat_map_to_a_dropped_never_breaks() {
 #[test]
 fn filter_success_failure_panic() {
     check(Ok(4), |f| f.filter(|x| x % 2 == 0), Ok(4));
-    check(Ok(3), |f| f.filter(|x| x % 2 == 0), Err(Failure::NoSuchElement));
+    check(
+        Ok(3),
+        |f| f.filter(|x| x % 2 == 0),
+        Err(Failure::NoSuchElement),
+    );
     check(
         Err::<i32, _>(Failure::Cancelled),
         |f| f.filter(|_| unreachable!("filter must not run on a failure")),
@@ -387,7 +392,11 @@ fn fallback_to_waits_for_self_even_if_other_is_done() {
 #[test]
 fn or_alt_first_success_wins() {
     check(Ok(1), |f| f.or_alt(&Future::never()), Ok(1));
-    check(Ok(1), |f| f.or_alt(&Future::failed(Failure::Timeout)), Ok(1));
+    check(
+        Ok(1),
+        |f| f.or_alt(&Future::failed(Failure::Timeout)),
+        Ok(1),
+    );
     check(
         Err(Failure::Timeout),
         |f| f.or_alt(&Future::successful(2)),
@@ -469,10 +478,12 @@ fn zip_success_and_failure() {
         |f| f.zip(&Future::<&str>::failed(Failure::msg("right"))),
         Err(Failure::msg("right")),
     );
-    // A failure does not wait for the other side.
+    // A failure does not wait for the other side (kept pending: a dropped `never()` would
+    // itself break the zip, see `Future::never`).
+    let pending = Future::<u8>::never();
     check(
         Err::<i32, _>(Failure::Timeout),
-        |f| f.zip(&Future::<u8>::never()),
+        |f| f.zip(&pending),
         Err(Failure::Timeout),
     );
     check(
@@ -517,7 +528,11 @@ fn zip_first_failure_in_time_wins() {
 
 #[test]
 fn zip_with_success_failure_panic() {
-    check(Ok(20), |f| f.zip_with(&Future::successful(22), |x, y| x + y), Ok(42));
+    check(
+        Ok(20),
+        |f| f.zip_with(&Future::successful(22), |x, y| x + y),
+        Ok(42),
+    );
     check(
         Err::<i32, _>(Failure::Timeout),
         |f| {
@@ -641,7 +656,11 @@ fn and_then_chains_run_in_order() {
             cur
         });
         assert_eq!(r, Ok(0));
-        assert_eq!(*log.lock().unwrap(), (0..20).collect::<Vec<_>>(), "mode {mode:?}");
+        assert_eq!(
+            *log.lock().unwrap(),
+            (0..20).collect::<Vec<_>>(),
+            "mode {mode:?}"
+        );
     }
     // A panicking step in the middle does not stop the chain.
     quiet_expected_panics();
@@ -770,12 +789,11 @@ fn callbacks_in(
         f.and_then(|_| {})
     });
     drop(r);
-    let v = (
+    (
         all.lock().unwrap().clone(),
         ok.lock().unwrap().clone(),
         err.lock().unwrap().clone(),
-    );
-    v
+    )
 }
 
 #[test]
@@ -944,23 +962,38 @@ fn derive_all(never: &Future<i32>) -> Vec<(&'static str, Box<dyn Probe>)> {
         ("flat_map", Box::new(never.flat_map(Future::successful))),
         ("filter", Box::new(never.filter(|_| true))),
         ("recover", Box::new(never.recover(|_| 0))),
-        ("recover_with", Box::new(never.recover_with(|_| Future::successful(0)))),
-        ("fallback_to", Box::new(never.fallback_to(&Future::successful(2)))),
+        (
+            "recover_with",
+            Box::new(never.recover_with(|_| Future::successful(0))),
+        ),
+        (
+            "fallback_to",
+            Box::new(never.fallback_to(&Future::successful(2))),
+        ),
         (
             "fallback_to(other never)",
             Box::new(Future::failed(Failure::Timeout).fallback_to(never)),
         ),
-        ("or_alt", Box::new(never.or_alt(&Future::failed(Failure::Timeout)))),
+        (
+            "or_alt",
+            Box::new(never.or_alt(&Future::failed(Failure::Timeout))),
+        ),
         (
             "or_alt(other never)",
             Box::new(Future::failed(Failure::Timeout).or_alt(never)),
         ),
         ("or_alt(self)", Box::new(never.or_alt(never))),
         ("zip", Box::new(never.zip(&Future::successful(1)))),
-        ("zip(other never)", Box::new(Future::successful(1).zip(never))),
+        (
+            "zip(other never)",
+            Box::new(Future::successful(1).zip(never)),
+        ),
         ("zip_with", Box::new(never.zip_with(never, |a, b| a + b))),
         ("transform", Box::new(never.transform(|r| r))),
-        ("transform_with", Box::new(never.transform_with(Future::from_result))),
+        (
+            "transform_with",
+            Box::new(never.transform_with(Future::from_result)),
+        ),
         ("and_then", Box::new(never.and_then(|_| {}))),
         ("failure", Box::new(never.failure())),
         ("map.map", Box::new(never.map(|x| x + 1).map(|x| x + 1))),
@@ -983,14 +1016,20 @@ fn derived_from_never_stay_pending_while_it_lives() {
     let derived = derive_all(&never);
     assert_eq!(derived[0].1.probe(Duration::from_millis(20)), None);
     for (name, d) in &derived {
-        assert!(!d.done(), "{name} completed while the never-future is alive");
+        assert!(
+            !d.done(),
+            "{name} completed while the never-future is alive"
+        );
     }
     // A clone keeps it alive too.
     let clone = never.clone();
     drop(never);
     assert_eq!(derived[0].1.probe(Duration::from_millis(10)), None);
     for (name, d) in &derived {
-        assert!(!d.done(), "{name} completed while a clone of the never-future is alive");
+        assert!(
+            !d.done(),
+            "{name} completed while a clone of the never-future is alive"
+        );
     }
     drop(clone);
     for (name, d) in &derived {
@@ -1091,6 +1130,8 @@ fn long_chain_registered_before_completion_does_not_overflow() {
 #[test]
 fn await_owned_and_borrowed() {
     let f = Future::successful(1);
+    assert_eq!(ito::block_on(&f), Ok(1));
+    assert_eq!(ito::block_on(f.clone()), Ok(1));
     assert_eq!(ito::block_on(async { (&f).await }), Ok(1));
     assert_eq!(ito::block_on(async { f.clone().await }), Ok(1));
     let g = Future::<u8>::failed(Failure::Timeout);
@@ -1197,4 +1238,92 @@ fn await_gives_up_while_the_promise_completes() {
         h.join().unwrap();
         assert_eq!(get(&f), Ok(round));
     }
+}
+
+/// A waker that counts its wake-ups.
+struct CountingWaker(AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn await_wakes_the_latest_waker() {
+    use std::task::{Context, Poll, Waker};
+    let (a, b) = (
+        Arc::new(CountingWaker(AtomicUsize::new(0))),
+        Arc::new(CountingWaker(AtomicUsize::new(0))),
+    );
+    let (wa, wb) = (Waker::from(a.clone()), Waker::from(b.clone()));
+    for by_ref in [false, true] {
+        b.0.store(0, Ordering::SeqCst);
+        let p = Promise::new();
+        let f = p.future();
+        let r = {
+            let mut owned = std::pin::pin!(f.clone().into_future());
+            let mut borrowed = std::pin::pin!((&f).into_future());
+            let mut poll = |cx: &mut Context<'_>| {
+                if by_ref {
+                    std::future::Future::poll(borrowed.as_mut(), cx)
+                } else {
+                    std::future::Future::poll(owned.as_mut(), cx)
+                }
+            };
+            assert_eq!(poll(&mut Context::from_waker(&wa)), Poll::Pending);
+            assert_eq!(poll(&mut Context::from_waker(&wb)), Poll::Pending);
+            assert_eq!(poll(&mut Context::from_waker(&wb)), Poll::Pending);
+            let h = thread::spawn(move || p.success(5).unwrap());
+            h.join().unwrap();
+            assert_eq!(b.0.load(Ordering::SeqCst), 1, "by_ref {by_ref}");
+            poll(&mut Context::from_waker(&wb))
+        };
+        assert_eq!(r, Poll::Ready(Ok(5)));
+    }
+}
+
+#[test]
+fn polled_then_dropped_awaits_leave_the_cell_usable() {
+    use std::task::{Context, Poll, Waker};
+    let w = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+    let p = Promise::new();
+    let f = p.future();
+    for _ in 0..10 {
+        let mut fut = Box::pin(f.clone().into_future());
+        assert_eq!(
+            std::future::Future::poll(fut.as_mut(), &mut Context::from_waker(&w)),
+            Poll::Pending
+        );
+        drop(fut);
+        let mut fut = Box::pin((&f).into_future());
+        assert_eq!(
+            std::future::Future::poll(fut.as_mut(), &mut Context::from_waker(&w)),
+            Poll::Pending
+        );
+    }
+    let m = f.map(|x: u8| x + 1);
+    p.success(1).unwrap();
+    assert_eq!(get(&m), Ok(2));
+    assert_eq!(ito::block_on(async { (&f).await }), Ok(1));
+}
+
+#[test]
+fn derived_futures_dropped_before_the_source_completes() {
+    let p = Promise::new();
+    let f = p.future();
+    let hits = Arc::new(AtomicUsize::new(0));
+    for _ in 0..10 {
+        let h = hits.clone();
+        drop(f.map(move |x: u32| {
+            h.fetch_add(1, Ordering::SeqCst);
+            x
+        }));
+        drop(f.zip(&Future::successful(1)));
+        drop(f.or_alt(&Future::never()));
+    }
+    drop(f);
+    p.success(1).unwrap();
+    // The closures still ran, although nobody holds their futures.
+    assert_eq!(hits.load(Ordering::SeqCst), 10);
 }

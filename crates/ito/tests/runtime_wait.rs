@@ -53,16 +53,25 @@ fn fib_flat(n: u64, cutoff: u64) -> Future<u64> {
 fn wait_inside_tasks_on_one_worker() {
     let rt = Runtime::builder().workers(1).build().unwrap();
     for cutoff in [2, 5, 10] {
-        let r = rt.spawn_fn(move || fib_wait(18, cutoff).wait()).wait_timeout(LIMIT);
+        let r = rt
+            .spawn_fn(move || fib_wait(18, cutoff).wait())
+            .wait_timeout(LIMIT);
         assert_eq!(r, Some(Ok(Ok(2584))), "cutoff {cutoff}");
     }
     let m = rt.metrics();
-    assert!(m.helped > 0, "waits should have run their tasks inline: {m:?}");
+    assert!(
+        m.helped > 0,
+        "waits should have run their tasks inline: {m:?}"
+    );
 }
 
 #[test]
 fn every_style_at_every_cutoff_with_bounded_threads() {
-    let rt = Runtime::builder().workers(2).max_compensation(4).build().unwrap();
+    let rt = Runtime::builder()
+        .workers(2)
+        .max_compensation(4)
+        .build()
+        .unwrap();
     for cutoff in [22, 15, 10, 5, 2] {
         for (style, f) in [
             ("wait", fib_wait as fn(u64, u64) -> Future<u64>),
@@ -278,7 +287,10 @@ fn tasks_spawned_from_outside_run_and_are_counted() {
 #[test]
 fn a_pending_task_is_small() {
     let empty = ito::task_size::<std::future::Pending<()>, ()>();
-    assert!(empty <= 128, "a pending task with an empty body takes {empty} bytes");
+    assert!(
+        empty <= 128,
+        "a pending task with an empty body takes {empty} bytes"
+    );
     let closure = ito::task_size::<fn() -> u64, u64>();
     assert!(closure <= 128, "a closure task takes {closure} bytes");
 }

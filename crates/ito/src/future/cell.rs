@@ -96,6 +96,11 @@ unsafe impl Send for Waiter {}
 unsafe impl Sync for Waiter {}
 
 impl Waiter {
+    /// The function this node is called with.
+    pub(crate) fn call_fn(&self) -> unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action) {
+        self.call
+    }
+
     /// A node that will be handed to `call` when the cell completes (or is destroyed).
     pub(crate) fn new(call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action)) -> Self {
         Waiter {
@@ -315,12 +320,10 @@ impl CellHeader {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
             }
-            match self.state.compare_exchange_weak(
-                s,
-                COMPLETE,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .state
+                .compare_exchange_weak(s, COMPLETE, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => return (s & PTR_MASK) as *const Waiter,
                 Err(actual) => s = actual,
             }
@@ -355,7 +358,9 @@ pub(crate) unsafe fn notify_all(cell: NonNull<CellHeader>, list: *const Waiter) 
         let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
         let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
         // SAFETY: the node was registered on `cell` and is called exactly once, here.
-        let r = catch_unwind(AssertUnwindSafe(|| unsafe { call(node, cell, Action::Notify) }));
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+            call(node, cell, Action::Notify)
+        }));
         drop(r); // a callback's panic was already reported by the panic hook
         cur = next;
     }

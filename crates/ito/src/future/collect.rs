@@ -208,7 +208,8 @@ where
                     g.pumping = false;
                     if !g.done && g.exhausted && g.in_flight == 0 {
                         g.done = true;
-                        let all: Option<Vec<B>> = std::mem::take(&mut g.results).into_iter().collect();
+                        let all: Option<Vec<B>> =
+                            std::mem::take(&mut g.results).into_iter().collect();
                         drop(g);
                         if let Some(all) = all {
                             this.p.try_success(all);

@@ -4,33 +4,14 @@
 //! by a promise that the callback completes. A panic in a user closure becomes a
 //! [`Failure::Panic`] of the returned future; it never escapes into the completing thread.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use super::derived::{self, guard};
 use super::{Future, Promise};
 use crate::Failure;
 use crate::loom::{AtomicUsize, Ordering};
 
-/// Runs a user closure, turning a panic into a failure.
-#[inline]
-fn guard<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic)
-}
-
 impl<T: Clone + Send + Sync + 'static> Future<T> {
-    /// Registers `f` to complete a new future from this one's result.
-    #[inline]
-    fn derive<U, F>(&self, f: F) -> Future<U>
-    where
-        U: Send + Sync + 'static,
-        F: FnOnce(&Result<T, Failure>, Promise<U>) + Send + 'static,
-    {
-        let p = Promise::new();
-        let out = p.future();
-        self.inner().on_complete_raw(move |r| f(r, p));
-        out
-    }
-
     /// Calls `f` with the result when it is available (Scala's `onComplete`).
     ///
     /// `f` runs on the thread that completes the future, or right away on this thread if it
@@ -90,14 +71,9 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
         U: Send + Sync + 'static,
         F: FnOnce(T) -> U + Send + 'static,
     {
-        self.derive(move |r, p| {
-            p.try_complete(match r {
-                Ok(v) => {
-                    let v = v.clone();
-                    guard(move || f(v))
-                }
-                Err(e) => Err(e.clone()),
-            });
+        derived::map(self, move |r| match r {
+            Ok(v) => Ok(f(v.clone())),
+            Err(e) => Err(e.clone()),
         })
     }
 
@@ -112,19 +88,9 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
         U: Clone + Send + Sync + 'static,
         F: FnOnce(T) -> Future<U> + Send + 'static,
     {
-        self.derive(move |r, p| match r {
-            Ok(v) => {
-                let v = v.clone();
-                match guard(move || f(v)) {
-                    Ok(next) => forward(&next, p),
-                    Err(e) => {
-                        p.try_failure(e);
-                    }
-                }
-            }
-            Err(e) => {
-                p.try_failure(e.clone());
-            }
+        derived::flat(self, move |r| match r {
+            Ok(v) => Ok(f(v.clone())),
+            Err(e) => Err(e.clone()),
         })
     }
 
@@ -139,15 +105,10 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     where
         F: FnOnce(&T) -> bool + Send + 'static,
     {
-        self.derive(move |r, p| {
-            p.try_complete(match r {
-                Ok(v) => match guard(|| pred(v)) {
-                    Ok(true) => Ok(v.clone()),
-                    Ok(false) => Err(Failure::NoSuchElement),
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e.clone()),
-            });
+        derived::map(self, move |r| match r {
+            Ok(v) if pred(v) => Ok(v.clone()),
+            Ok(_) => Err(Failure::NoSuchElement),
+            Err(e) => Err(e.clone()),
         })
     }
 
@@ -162,14 +123,9 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     where
         F: FnOnce(Failure) -> T + Send + 'static,
     {
-        self.derive(move |r, p| {
-            p.try_complete(match r {
-                Ok(v) => Ok(v.clone()),
-                Err(e) => {
-                    let e = e.clone();
-                    guard(move || f(e))
-                }
-            });
+        derived::map(self, move |r| match r {
+            Ok(v) => Ok(v.clone()),
+            Err(e) => Ok(f(e.clone())),
         })
     }
 
@@ -184,19 +140,9 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     where
         F: FnOnce(Failure) -> Future<T> + Send + 'static,
     {
-        self.derive(move |r, p| match r {
-            Ok(v) => {
-                p.try_success(v.clone());
-            }
-            Err(e) => {
-                let e = e.clone();
-                match guard(move || f(e)) {
-                    Ok(next) => forward(&next, p),
-                    Err(e) => {
-                        p.try_failure(e);
-                    }
-                }
-            }
+        derived::flat(self, move |r| match r {
+            Ok(v) => Ok(Future::successful(v.clone())),
+            Err(e) => Ok(f(e.clone())),
         })
     }
 
@@ -209,18 +155,14 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// ```
     pub fn fallback_to(&self, other: &Future<T>) -> Future<T> {
         let other = other.clone();
-        self.derive(move |r, p| match r {
-            Ok(v) => {
-                p.try_success(v.clone());
-            }
+        derived::flat(self, move |r| match r {
+            Ok(v) => Ok(Future::successful(v.clone())),
             Err(e) => {
                 let first = e.clone();
-                other.inner().on_complete_raw(move |r2| {
-                    p.try_complete(match r2 {
-                        Ok(v) => Ok(v.clone()),
-                        Err(_) => Err(first),
-                    });
-                });
+                Ok(derived::map(&other, move |r2| match r2 {
+                    Ok(v) => Ok(v.clone()),
+                    Err(_) => Err(first),
+                }))
             }
         })
     }
@@ -296,31 +238,7 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
         R: Send + Sync + 'static,
         F: FnOnce(T, U) -> R + Send + 'static,
     {
-        let p = Promise::new();
-        let out = p.future();
-        let state = Arc::new(ZipState {
-            remaining: AtomicUsize::new(2),
-            a: std::sync::Mutex::new(None),
-            b: std::sync::Mutex::new(None),
-            f: std::sync::Mutex::new(Some(f)),
-            p,
-        });
-        let s2 = state.clone();
-        self.inner().on_complete_raw(move |r| match r {
-            Ok(v) => {
-                *state.a.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.clone());
-                state.arrive();
-            }
-            Err(e) => state.fail(e),
-        });
-        other.inner().on_complete_raw(move |r| match r {
-            Ok(v) => {
-                *s2.b.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.clone());
-                s2.arrive();
-            }
-            Err(e) => s2.fail(e),
-        });
-        out
+        derived::zip(self, other, f)
     }
 
     /// A future of `f` applied to the whole result (Scala's `transform`).
@@ -335,10 +253,7 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
         U: Send + Sync + 'static,
         F: FnOnce(Result<T, Failure>) -> Result<U, Failure> + Send + 'static,
     {
-        self.derive(move |r, p| {
-            let r = r.clone();
-            p.try_complete(guard(move || f(r)).and_then(|x| x));
-        })
+        derived::map(self, move |r| f(r.clone()))
     }
 
     /// A future of the future `f` makes from the whole result (Scala's `transformWith`).
@@ -352,15 +267,7 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
         U: Clone + Send + Sync + 'static,
         F: FnOnce(Result<T, Failure>) -> Future<U> + Send + 'static,
     {
-        self.derive(move |r, p| {
-            let r = r.clone();
-            match guard(move || f(r)) {
-                Ok(next) => forward(&next, p),
-                Err(e) => {
-                    p.try_failure(e);
-                }
-            }
-        })
+        derived::flat(self, move |r| Ok(f(r.clone())))
     }
 
     /// Runs the side effect `f` on the result, then completes with the same result (Scala's
@@ -376,9 +283,9 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     where
         F: FnOnce(&Result<T, Failure>) + Send + 'static,
     {
-        self.derive(move |r, p| {
+        derived::map(self, move |r| {
             let _ = guard(|| f(r));
-            p.try_complete(r.clone());
+            r.clone()
         })
     }
 
@@ -391,11 +298,9 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// assert_eq!(f.wait(), Ok(ito::Failure::Timeout));
     /// ```
     pub fn failure(&self) -> Future<Failure> {
-        self.derive(move |r, p| {
-            p.try_complete(match r {
-                Ok(_) => Err(Failure::NoSuchElement),
-                Err(e) => Ok(e.clone()),
-            });
+        derived::map(self, |r| match r {
+            Ok(_) => Err(Failure::NoSuchElement),
+            Err(e) => Ok(e.clone()),
         })
     }
 }
@@ -408,56 +313,14 @@ impl<T: Clone + Send + Sync + 'static> Future<Future<T>> {
     /// assert_eq!(nested.flatten().wait(), Ok(9));
     /// ```
     pub fn flatten(&self) -> Future<T> {
-        self.derive(move |r, p| match r {
-            Ok(inner) => forward(inner, p),
-            Err(e) => {
-                p.try_failure(e.clone());
-            }
+        derived::flat(self, |r| match r {
+            Ok(inner) => Ok(inner.clone()),
+            Err(e) => Err(e.clone()),
         })
     }
-}
-
-/// Completes `p` with `from`'s result when it has one.
-#[inline]
-fn forward<T: Clone + Send + Sync + 'static>(from: &Future<T>, p: Promise<T>) {
-    from.inner().on_complete_raw(move |r| {
-        p.try_complete(r.clone());
-    });
 }
 
 struct OrAlt {
     failures: AtomicUsize,
     mine: std::sync::Mutex<Option<Failure>>,
-}
-
-/// Both sides of a `zip`. The values are moved in as they arrive (holding handles on the
-/// sources instead would make a cycle through their waiter lists).
-struct ZipState<T, U, F, R> {
-    remaining: AtomicUsize,
-    a: std::sync::Mutex<Option<T>>,
-    b: std::sync::Mutex<Option<U>>,
-    f: std::sync::Mutex<Option<F>>,
-    p: Promise<R>,
-}
-
-impl<T, U, F, R> ZipState<T, U, F, R>
-where
-    R: Send + Sync + 'static,
-    F: FnOnce(T, U) -> R,
-{
-    fn fail(&self, e: &Failure) {
-        self.p.try_failure(e.clone());
-    }
-
-    fn arrive(&self) {
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return;
-        }
-        let a = self.a.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let b = self.b.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let f = self.f.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let (Some(a), Some(b), Some(f)) = (a, b, f) {
-            self.p.try_complete(guard(move || f(a, b)));
-        }
-    }
 }

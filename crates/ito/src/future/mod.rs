@@ -19,6 +19,7 @@
 pub(crate) mod cell;
 mod collect;
 mod combinators;
+mod derived;
 pub(crate) mod notify;
 mod promise;
 mod wait;
@@ -28,7 +29,9 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-pub use collect::{first_completed_of, first_success_of, fold, sequence, traverse, traverse_bounded};
+pub use collect::{
+    first_completed_of, first_success_of, fold, sequence, traverse, traverse_bounded,
+};
 pub use promise::{AlreadyCompleted, Promise};
 pub use wait::{Wait, WaitRef};
 
@@ -131,7 +134,8 @@ impl<T> Future<T> {
             return v.clone();
         }
         crate::runtime::wait::block_until(self.ptr.cast(), None);
-        self.value().expect("a wait returned before its future completed")
+        self.value()
+            .expect("a wait returned before its future completed")
     }
 
     /// Waits at most `timeout` for the result; `None` if time ran out.

@@ -9,8 +9,8 @@ use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use super::Shared;
-use crate::future::{Future, Promise};
 use crate::Failure;
+use crate::future::{Future, Promise};
 
 /// How long an idle blocking thread lingers before exiting.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);

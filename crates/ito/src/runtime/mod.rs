@@ -10,8 +10,8 @@
 //! - `idle` is the sleep/wake protocol.
 //! - `wait` is how a blocking wait helps and hands its place to a compensation thread.
 
-pub(crate) mod blocking;
 mod block_on;
+pub(crate) mod blocking;
 mod idle;
 mod metrics;
 pub(crate) mod wait;
@@ -387,7 +387,9 @@ impl Shared {
         match worker::current_for(self) {
             Some(ctx) => ctx.push_spawned(task),
             None => {
-                self.counters.spawned_outside.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .spawned_outside
+                    .fetch_add(1, Ordering::Relaxed);
                 self.push_remote(task);
             }
         }

@@ -180,16 +180,22 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
             let ctx = WorkerCtx {
                 shared,
                 index,
-                slot: shared.slots[index].get().expect("initialised before the thread starts"),
+                slot: shared.slots[index]
+                    .get()
+                    .expect("initialised before the thread starts"),
                 local,
                 parker,
                 lifo: Cell::new(None),
                 lifo_streak: Cell::new(0),
                 tick: Cell::new(0),
-                rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407)),
+                rng: Cell::new(
+                    0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
+                ),
                 searching: Cell::new(false),
                 compensator,
-                stack_limit: base.saturating_sub(stack_size).saturating_add(STACK_RESERVE),
+                stack_limit: base
+                    .saturating_sub(stack_size)
+                    .saturating_add(STACK_RESERVE),
             };
             CTX.with(|c| c.set(&ctx));
             ctx.run_loop();
@@ -358,7 +364,8 @@ impl WorkerCtx {
         }
         let shared = self.shared;
         shared.idle.register_sleeper(self.index, self.slot());
-        if shared.idle.work_visible(shared) && shared.idle.unregister_sleeper(self.index, self.slot())
+        if shared.idle.work_visible(shared)
+            && shared.idle.unregister_sleeper(self.index, self.slot())
         {
             return;
         }

@@ -309,7 +309,8 @@ where
         let result = match polled {
             Ok(Poll::Pending) => {
                 // SAFETY: the runner holds a reference.
-                if unsafe { task.as_ref() }.header.state.transition_to_idle() == AfterPoll::Reschedule
+                if unsafe { task.as_ref() }.header.state.transition_to_idle()
+                    == AfterPoll::Reschedule
                 {
                     Header::inc_ref(h);
                     crate::runtime::schedule(TaskRef(h));
@@ -329,9 +330,7 @@ where
         // A panicking destructor must not take the worker down: the result stands.
         // SAFETY: called by the runner only, once, before `finish`.
         let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            task.as_ref()
-                .body
-                .with_mut(|p| ManuallyDrop::drop(&mut *p))
+            task.as_ref().body.with_mut(|p| ManuallyDrop::drop(&mut *p))
         }));
     }
 

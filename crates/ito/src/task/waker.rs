@@ -24,10 +24,15 @@ unsafe fn clone(p: *const ()) -> RawWaker {
 }
 
 unsafe fn wake(p: *const ()) {
-    // SAFETY: the waker's reference is live; it is given up below.
-    unsafe { wake_by_ref(p) };
-    // SAFETY: `wake` consumes the waker and its reference.
-    unsafe { drop_waker(p) };
+    let h = header(p);
+    // SAFETY: the waker holds a reference.
+    if unsafe { h.as_ref() }.state.transition_to_notified() {
+        // The waker's own reference becomes the queue entry's: no count traffic.
+        crate::runtime::schedule(TaskRef(h));
+    } else {
+        // SAFETY: `wake` consumes the waker and its reference.
+        unsafe { drop_waker(p) };
+    }
 }
 
 unsafe fn wake_by_ref(p: *const ()) {

@@ -1,0 +1,396 @@
+//! Combinator cells: each combinator is **one allocation** holding the derived future's cell,
+//! the waiter node(s) registered on its source(s), and the user's closure.
+//!
+//! ```text
+//! Map<T, U, F>          Flat<T, U, F>           Zip<T, U, R, F>
+//! ┌──────────────┐      ┌──────────────┐        ┌──────────────┐
+//! │ out: Inner<U>│ ◄─ Future<U> handles ─►      │ out: Inner<R>│
+//! │ node         │ ─ on source                  │ node_a, node_b ─ on each source
+//! │ f            │      │ node1 → node2│ ─ on source, then on the future f returned
+//! └──────────────┘      └──────────────┘        │ remaining, a, b, f
+//!                                               └──────────────┘
+//! ```
+//!
+//! References on `out`: one per `Future` handle, plus one per node still registered. A node is
+//! called exactly once (`Notify` when its source completes, `Discard` if the source is destroyed
+//! uncompleted, which completes `out` with [`Failure::BrokenPromise`]), and gives its reference
+//! up after completing `out`. So when the last reference goes, every node has run and the
+//! closure has been consumed: destroying only drops `out`'s value and the allocation.
+//!
+//! `Map` and `Flat` are their cell's only completer (no claim CAS: completing is one CAS on
+//! `out`). `Zip` has two (a failure on either side completes it at once), so it claims.
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+
+use super::Future;
+use super::cell::{Action, CellHeader, CellVTable, Inner, Waiter};
+use crate::Failure;
+use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
+
+/// Runs a user closure, turning a panic into a failure.
+#[inline]
+pub(super) fn guard<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic)
+}
+
+/// The derived cell's vtable: drop `out`'s contents and free the box.
+struct Destroy<C>(PhantomData<C>);
+
+/// A combinator cell whose first field is its output cell.
+///
+/// # Safety
+/// Implementors are `repr(C)` with an `Inner<_>` as their first field, allocated by `Box`.
+unsafe trait HasOut {
+    fn out_contents(&mut self);
+}
+
+impl<C: HasOut> Destroy<C> {
+    const VTABLE: CellVTable = CellVTable {
+        destroy: Self::destroy,
+        task: None,
+    };
+
+    unsafe fn destroy(cell: NonNull<CellHeader>) {
+        // SAFETY: cells with this vtable are `C`s made by `Box::new` (`HasOut`: `out` is at
+        // offset 0); this is the last reference.
+        let mut b = unsafe { Box::from_raw(cell.cast::<C>().as_ptr()) };
+        b.out_contents();
+    }
+}
+
+/// `container_of`: the combinator cell holding the node at byte offset `off`.
+///
+/// # Safety
+/// `node` is the field at offset `off` of a live `C`.
+#[inline]
+unsafe fn container<C>(node: NonNull<Waiter>, off: usize) -> NonNull<C> {
+    // SAFETY: per the caller, stepping back `off` bytes stays inside the same allocation.
+    unsafe { NonNull::new_unchecked(node.as_ptr().cast::<u8>().sub(off).cast::<C>()) }
+}
+
+/// Hands out the output handle of a fresh combinator cell `b` (`refs` already counts it).
+fn handle<C, U>(b: NonNull<C>) -> Future<U> {
+    // SAFETY: `C: HasOut`'s first field is an `Inner<U>`; the caller counted this handle.
+    unsafe { Future::from_raw(b.cast::<Inner<U>>()) }
+}
+
+// ---------------------------------------------------------------------------------------
+// Map: out = f(&source result)
+
+#[repr(C)]
+struct Map<T, U, F> {
+    out: Inner<U>,
+    node: Waiter,
+    f: UnsafeCell<ManuallyDrop<F>>,
+    _src: PhantomData<fn(&T)>,
+}
+
+// SAFETY: `repr(C)`, `out` first, boxed.
+unsafe impl<T, U, F> HasOut for Map<T, U, F> {
+    fn out_contents(&mut self) {
+        // SAFETY: exclusive access (the last reference).
+        unsafe { self.out.drop_contents() }
+    }
+}
+
+unsafe fn call_map<T, U, F>(node: NonNull<Waiter>, src: NonNull<CellHeader>, action: Action)
+where
+    F: FnOnce(&Result<T, Failure>) -> Result<U, Failure>,
+{
+    // SAFETY: the node is `Map::node` of a live `Map` (it holds a reference on `out`).
+    let m = unsafe { container::<Map<T, U, F>>(node, std::mem::offset_of!(Map<T, U, F>, node)) };
+    // SAFETY: the node is called once, so the closure is taken once.
+    let f = unsafe { m.as_ref() }
+        .f
+        .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
+    let result = match action {
+        Action::Notify => {
+            // SAFETY: notified, so the source (an `Inner<T>`) is complete.
+            let v = unsafe { src.cast::<Inner<T>>().as_ref().value_unchecked() };
+            guard(move || f(v)).and_then(|r| r)
+        }
+        Action::Discard => {
+            drop(f);
+            Err(Failure::BrokenPromise)
+        }
+    };
+    // SAFETY: the node is `out`'s only completer, and holds a reference until the end.
+    unsafe {
+        let out = &m.as_ref().out;
+        out.complete_claimed(result);
+        CellHeader::dec_ref(NonNull::from(&out.header));
+    }
+}
+
+/// A future completed with `f(&source's result)` when `src` completes.
+pub(super) fn map<T, U, F>(src: &Future<T>, f: F) -> Future<U>
+where
+    T: Send + Sync + 'static,
+    U: Send + Sync + 'static,
+    F: FnOnce(&Result<T, Failure>) -> Result<U, Failure> + Send + 'static,
+{
+    if let Some(r) = src.inner().get() {
+        return Future::from_result(guard(move || f(r)).and_then(|r| r));
+    }
+    let b = NonNull::from(Box::leak(Box::new(Map::<T, U, F> {
+        out: Inner::new(2, &Destroy::<Map<T, U, F>>::VTABLE),
+        node: Waiter::new(call_map::<T, U, F>),
+        f: UnsafeCell::new(ManuallyDrop::new(f)),
+        _src: PhantomData,
+    })));
+    let out = handle::<_, U>(b);
+    // SAFETY: the node lives in `b`, which its own reference keeps alive until it is called.
+    let node = unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*b.as_ptr()).node)) };
+    register(src.header(), node);
+    out
+}
+
+/// Pushes `node` on `src`, or calls it now if `src` already completed.
+#[inline]
+fn register(src: &CellHeader, node: NonNull<Waiter>) {
+    // SAFETY: the node stays valid until called (its combinator holds a reference for it).
+    if !unsafe { src.push(node) } {
+        // SAFETY: the push was refused because `src` is complete; the node is ours to call.
+        unsafe {
+            let call = node.as_ref().call_fn();
+            call(node, NonNull::from(src), Action::Notify);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Flat: out = the result of the future f(&source result) returns
+
+#[repr(C)]
+struct Flat<T, U, F> {
+    out: Inner<U>,
+    node1: Waiter,
+    node2: Waiter,
+    f: UnsafeCell<ManuallyDrop<F>>,
+    _src: PhantomData<fn(&T)>,
+}
+
+// SAFETY: `repr(C)`, `out` first, boxed.
+unsafe impl<T, U, F> HasOut for Flat<T, U, F> {
+    fn out_contents(&mut self) {
+        // SAFETY: exclusive access (the last reference).
+        unsafe { self.out.drop_contents() }
+    }
+}
+
+unsafe fn call_flat1<T, U, F>(node: NonNull<Waiter>, src: NonNull<CellHeader>, action: Action)
+where
+    U: Clone,
+    F: FnOnce(&Result<T, Failure>) -> Result<Future<U>, Failure>,
+{
+    let off = std::mem::offset_of!(Flat<T, U, F>, node1);
+    // SAFETY: the node is `Flat::node1` of a live `Flat`.
+    let m = unsafe { container::<Flat<T, U, F>>(node, off) };
+    // SAFETY: node1 is called once, so the closure is taken once.
+    let f = unsafe { m.as_ref() }
+        .f
+        .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
+    let next = match action {
+        Action::Notify => {
+            // SAFETY: notified, so the source (an `Inner<T>`) is complete.
+            let v = unsafe { src.cast::<Inner<T>>().as_ref().value_unchecked() };
+            guard(move || f(v)).and_then(|r| r)
+        }
+        Action::Discard => {
+            drop(f);
+            Err(Failure::BrokenPromise)
+        }
+    };
+    match next {
+        Ok(fut) => {
+            // node1's reference on `out` passes to node2.
+            // SAFETY: node2 is a field of the live `Flat`.
+            let node2 =
+                unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*m.as_ptr()).node2)) };
+            register(fut.header(), node2);
+            drop(fut);
+        }
+        Err(e) => {
+            // SAFETY: the only completer; node1's reference is given up after.
+            unsafe {
+                let out = &m.as_ref().out;
+                out.complete_claimed(Err(e));
+                CellHeader::dec_ref(NonNull::from(&out.header));
+            }
+        }
+    }
+}
+
+unsafe fn call_flat2<T, U: Clone, F>(
+    node: NonNull<Waiter>,
+    src: NonNull<CellHeader>,
+    action: Action,
+) {
+    let off = std::mem::offset_of!(Flat<T, U, F>, node2);
+    // SAFETY: the node is `Flat::node2` of a live `Flat`.
+    let m = unsafe { container::<Flat<T, U, F>>(node, off) };
+    let result = match action {
+        // SAFETY: notified, so the inner future's cell (an `Inner<U>`) is complete.
+        Action::Notify => unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() }.clone(),
+        Action::Discard => Err(Failure::BrokenPromise),
+    };
+    // SAFETY: the only completer; the reference node2 inherited is given up after.
+    unsafe {
+        let out = &m.as_ref().out;
+        out.complete_claimed(result);
+        CellHeader::dec_ref(NonNull::from(&out.header));
+    }
+}
+
+/// A future completed with the result of the future that `f(&source's result)` returns.
+pub(super) fn flat<T, U, F>(src: &Future<T>, f: F) -> Future<U>
+where
+    T: Send + Sync + 'static,
+    U: Clone + Send + Sync + 'static,
+    F: FnOnce(&Result<T, Failure>) -> Result<Future<U>, Failure> + Send + 'static,
+{
+    let b = NonNull::from(Box::leak(Box::new(Flat::<T, U, F> {
+        out: Inner::new(2, &Destroy::<Flat<T, U, F>>::VTABLE),
+        node1: Waiter::new(call_flat1::<T, U, F>),
+        node2: Waiter::new(call_flat2::<T, U, F>),
+        f: UnsafeCell::new(ManuallyDrop::new(f)),
+        _src: PhantomData,
+    })));
+    let out = handle::<_, U>(b);
+    // SAFETY: node1 lives in `b`, kept alive by its reference until called.
+    let node1 = unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*b.as_ptr()).node1)) };
+    register(src.header(), node1);
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Zip: out = f(a, b) once both succeed; the first failure otherwise
+
+#[repr(C)]
+struct Zip<T, U, R, F> {
+    out: Inner<R>,
+    node_a: Waiter,
+    node_b: Waiter,
+    /// Successful arrivals still missing. The arrival that takes it to 0 reads both slots.
+    remaining: AtomicUsize,
+    /// Written only by `node_a`'s call, before its release decrement.
+    a: UnsafeCell<Option<T>>,
+    /// Written only by `node_b`'s call, before its release decrement.
+    b: UnsafeCell<Option<U>>,
+    /// Taken by the last successful arrival; otherwise dropped with the box.
+    f: UnsafeCell<Option<F>>,
+}
+
+// SAFETY: `repr(C)`, `out` first, boxed.
+unsafe impl<T, U, R, F> HasOut for Zip<T, U, R, F> {
+    fn out_contents(&mut self) {
+        // SAFETY: exclusive access (the last reference).
+        unsafe { self.out.drop_contents() }
+    }
+}
+
+impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
+    /// One side arrived with `r` (`None`: its source was destroyed uncompleted).
+    ///
+    /// # Safety
+    /// Called once per side, by that side's node, which holds a reference on `out`.
+    unsafe fn arrive<V: Clone>(
+        this: NonNull<Self>,
+        r: Option<&Result<V, Failure>>,
+        slot: impl FnOnce(&Self, V),
+    ) {
+        // SAFETY: the node's reference keeps `this` alive.
+        let z = unsafe { this.as_ref() };
+        match r {
+            Some(Ok(v)) => {
+                slot(z, v.clone());
+                if z.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    // Both values are in; the acquire above saw the other side's write.
+                    // SAFETY: each slot's writer is done (release/acquire on `remaining`), and
+                    // only the last arrival gets here.
+                    let (a, b, f) = unsafe {
+                        (
+                            z.a.with_mut(|p| (*p).take()),
+                            z.b.with_mut(|p| (*p).take()),
+                            z.f.with_mut(|p| (*p).take()),
+                        )
+                    };
+                    if let (Some(a), Some(b), Some(f)) = (a, b, f) {
+                        let _ = z.out.try_complete(guard(move || f(a, b)));
+                    }
+                }
+            }
+            Some(Err(e)) => {
+                let _ = z.out.try_complete(Err(e.clone()));
+            }
+            None => {
+                let _ = z.out.try_complete(Err(Failure::BrokenPromise));
+            }
+        }
+        // SAFETY: this side's node gives up its reference.
+        unsafe { CellHeader::dec_ref(NonNull::from(&z.out.header)) };
+    }
+}
+
+unsafe fn call_zip_a<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
+    node: NonNull<Waiter>,
+    src: NonNull<CellHeader>,
+    action: Action,
+) {
+    let off = std::mem::offset_of!(Zip<T, U, R, F>, node_a);
+    // SAFETY: the node is `Zip::node_a` of a live `Zip`.
+    let z = unsafe { container::<Zip<T, U, R, F>>(node, off) };
+    // SAFETY: notified means the source (an `Inner<T>`) is complete.
+    let r = (action == Action::Notify)
+        .then(|| unsafe { src.cast::<Inner<T>>().as_ref().value_unchecked() });
+    // SAFETY: node_a's one call; slot `a` is written only here.
+    unsafe { Zip::arrive(z, r, |z, v| z.a.with_mut(|p| *p = Some(v))) };
+}
+
+unsafe fn call_zip_b<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
+    node: NonNull<Waiter>,
+    src: NonNull<CellHeader>,
+    action: Action,
+) {
+    let off = std::mem::offset_of!(Zip<T, U, R, F>, node_b);
+    // SAFETY: the node is `Zip::node_b` of a live `Zip`.
+    let z = unsafe { container::<Zip<T, U, R, F>>(node, off) };
+    // SAFETY: notified means the source (an `Inner<U>`) is complete.
+    let r = (action == Action::Notify)
+        .then(|| unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() });
+    // SAFETY: node_b's one call; slot `b` is written only here.
+    unsafe { Zip::arrive(z, r, |z, v| z.b.with_mut(|p| *p = Some(v))) };
+}
+
+/// A future of `f(a, b)` once both succeed; the first failure otherwise.
+pub(super) fn zip<T, U, R, F>(a: &Future<T>, b: &Future<U>, f: F) -> Future<R>
+where
+    T: Clone + Send + Sync + 'static,
+    U: Clone + Send + Sync + 'static,
+    R: Send + Sync + 'static,
+    F: FnOnce(T, U) -> R + Send + 'static,
+{
+    let z = NonNull::from(Box::leak(Box::new(Zip::<T, U, R, F> {
+        out: Inner::new(3, &Destroy::<Zip<T, U, R, F>>::VTABLE),
+        node_a: Waiter::new(call_zip_a::<T, U, R, F>),
+        node_b: Waiter::new(call_zip_b::<T, U, R, F>),
+        remaining: AtomicUsize::new(2),
+        a: UnsafeCell::new(None),
+        b: UnsafeCell::new(None),
+        f: UnsafeCell::new(Some(f)),
+    })));
+    let out = handle::<_, R>(z);
+    // SAFETY: both nodes live in `z`, each kept alive by its own reference until called.
+    let (na, nb) = unsafe {
+        (
+            NonNull::new_unchecked(std::ptr::addr_of_mut!((*z.as_ptr()).node_a)),
+            NonNull::new_unchecked(std::ptr::addr_of_mut!((*z.as_ptr()).node_b)),
+        )
+    };
+    register(a.header(), na);
+    register(b.header(), nb);
+    out
+}

@@ -301,3 +301,31 @@ fn global_runtime_serves_free_functions() {
     assert_eq!(f.wait(), Ok(42));
     assert_eq!(ito::block_on(ito::spawn(async { 1 })), Ok(1));
 }
+
+/// A busy worker's spawn must wake an idle one: the spawner spins (not an ito wait, so no
+/// compensation) until the other worker has run the spawned task. Repeated, because the idle
+/// protocol's races show up only now and then.
+#[test]
+fn a_busy_workers_spawn_wakes_an_idle_worker() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    for round in 0..200 {
+        let ran = Arc::new(AtomicBool::new(false));
+        let r2 = ran.clone();
+        let outer = rt.spawn_fn(move || {
+            let inner = ito::spawn_fn(move || r2.store(true, Ordering::SeqCst));
+            let start = Instant::now();
+            while !ran.load(Ordering::SeqCst) {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "round {round}: the idle worker was never woken"
+                );
+                std::thread::yield_now();
+            }
+            inner
+        });
+        let inner = outer.wait_timeout(LIMIT).expect("outer finished").unwrap();
+        assert_eq!(inner.wait_timeout(LIMIT), Some(Ok(())));
+    }
+}

@@ -255,6 +255,9 @@ impl WorkerCtx {
 
     #[inline]
     fn run_task(&self, t: TaskRef) {
+        // Never run a task while counted as searching: pushes skip waking sleepers while
+        // anyone searches, so a searcher busy running a long task would starve them.
+        self.stop_searching();
         bump(&self.slot().metrics.polled);
         t.run();
     }
@@ -336,6 +339,7 @@ impl WorkerCtx {
         }
     }
 
+    #[inline]
     fn stop_searching(&self) {
         if self.searching.replace(false) {
             self.shared.idle.stop_searching(self.shared);

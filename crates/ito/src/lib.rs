@@ -89,6 +89,11 @@ mod time;
 #[cfg(all(test, loom))]
 mod tests;
 
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 pub use failure::Failure;
 pub use future::{Future, Promise};
 pub use runtime::{Builder, Metrics, Runtime, block_on};

@@ -1,0 +1,150 @@
+//! Timers: `sleep`, `sleep_until`, `timeout`, `with_timeout`, `wait_timeout`, from plain threads,
+//! sync tasks and async tasks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ito::{Failure, Future, Promise, Runtime};
+
+#[test]
+fn sleep_lasts_at_least_its_duration() {
+    for ms in [0u64, 1, 3, 10] {
+        let t = Instant::now();
+        ito::sleep(Duration::from_millis(ms)).wait().unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(ms), "{ms} ms");
+    }
+}
+
+#[test]
+fn sleep_is_not_rounded_up_to_whole_milliseconds_by_much() {
+    // A 1 ms sleep should take about 1 ms, not 2 (a wheel that rounds up to the next tick
+    // would). Take the best of several tries: the machine is shared.
+    let best = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            ito::sleep(Duration::from_micros(1000)).wait().unwrap();
+            t.elapsed()
+        })
+        .min()
+        .unwrap();
+    assert!(
+        best < Duration::from_micros(1900),
+        "best 1 ms sleep took {best:?}"
+    );
+}
+
+#[test]
+fn sleep_until_in_the_past_is_complete_at_once() {
+    let f = ito::sleep_until(Instant::now() - Duration::from_secs(1));
+    assert!(f.is_completed());
+}
+
+#[test]
+fn many_concurrent_sleeps_all_fire_in_deadline_order() {
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let fired = Arc::new(AtomicUsize::new(0));
+    let base = Instant::now() + Duration::from_millis(5);
+    let mut all = Vec::new();
+    for i in (0..500u64).rev() {
+        let (order, fired) = (order.clone(), fired.clone());
+        let f = ito::sleep_until(base + Duration::from_micros(i * 40));
+        f.on_complete(move |_| {
+            order.lock().unwrap().push(i);
+            fired.fetch_add(1, Ordering::SeqCst);
+        });
+        all.push(f);
+    }
+    for f in &all {
+        f.wait_timeout(Duration::from_secs(10))
+            .expect("a sleep never fired")
+            .unwrap();
+    }
+    assert_eq!(fired.load(Ordering::SeqCst), 500);
+    let order = order.lock().unwrap();
+    // Deadlines 40 µs apart in different 1 ms slots fire slot by slot: the sequence is sorted
+    // except within one slot, so no entry fires more than a slot (about 26 entries) early.
+    for (pos, &i) in order.iter().enumerate() {
+        assert!(
+            (pos as i64 - i as i64).abs() <= 30,
+            "entry {i} fired at position {pos}"
+        );
+    }
+}
+
+#[test]
+fn timeout_of_an_async_block() {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let slow = rt.block_on(ito::timeout(Duration::from_millis(5), async {
+        ito::sleep(Duration::from_secs(30)).await.unwrap();
+        1
+    }));
+    assert_eq!(slow, Err(Failure::Timeout));
+    let fast = rt.block_on(ito::timeout(Duration::from_secs(30), async {
+        ito::sleep(Duration::from_millis(1)).await.unwrap();
+        2
+    }));
+    assert_eq!(fast, Ok(2));
+}
+
+#[test]
+fn with_timeout_races_a_late_completion() {
+    for round in 0..50u64 {
+        let p = Promise::new();
+        let f = p
+            .future()
+            .with_timeout(Duration::from_micros(200 + round * 10));
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_micros(round * 10));
+            p.try_success(round)
+        });
+        let won = h.join().unwrap();
+        match f.wait() {
+            Ok(v) => assert_eq!(v, round),
+            Err(e) => assert_eq!(e, Failure::Timeout),
+        }
+        assert!(won, "the promise itself is always completable");
+    }
+}
+
+#[test]
+fn sleeping_in_tasks_does_not_pin_workers() {
+    // 50 sync tasks each sleep 20 ms on one worker: with the worker pinned they would take a
+    // second; handing the worker's place to compensation threads overlaps some of them, and
+    // async sleeps overlap all of them.
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let t = Instant::now();
+    let fs: Vec<Future<()>> = (0..50)
+        .map(|_| rt.spawn(async { ito::sleep(Duration::from_millis(20)).await.unwrap() }))
+        .collect();
+    for f in &fs {
+        f.wait().unwrap();
+    }
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "async sleeps overlap: {:?}",
+        t.elapsed()
+    );
+    let t = Instant::now();
+    let fs: Vec<Future<()>> = (0..10)
+        .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(20)).wait().unwrap()))
+        .collect();
+    for f in &fs {
+        f.wait().unwrap();
+    }
+    assert!(
+        t.elapsed() < Duration::from_millis(200),
+        "sync sleeps overlap: {:?}",
+        t.elapsed()
+    );
+    assert!(rt.metrics().compensations > 0);
+}
+
+#[test]
+fn wait_timeout_inside_a_task() {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let r = rt
+        .spawn_fn(|| Future::<u8>::never().wait_timeout(Duration::from_millis(5)))
+        .wait();
+    assert_eq!(r, Ok(None));
+}

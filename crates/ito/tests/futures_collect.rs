@@ -2,7 +2,7 @@
 //! `traverse_bounded`, `first_completed_of`, `first_success_of` and `fold`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -11,34 +11,8 @@ use ito::future::{
 };
 use ito::{Failure, Future, Promise};
 
-/// Upper bound for waits that are expected to succeed (only reached if something hangs).
-const LONG: Duration = Duration::from_secs(10);
-
-/// Waits for `f`, failing the test instead of hanging.
-fn get<T: Clone>(f: &Future<T>) -> Result<T, Failure> {
-    f.wait_timeout(LONG)
-        .expect("future did not complete in time")
-}
-
-/// Keeps the panics these tests provoke on purpose (messages starting with `expected:`) out of
-/// the test output.
-fn quiet_expected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let p = info.payload();
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned());
-            if msg.is_some_and(|m| m.starts_with("expected:")) {
-                return;
-            }
-            prev(info);
-        }));
-    });
-}
+mod common;
+use common::{get, quiet_expected_panics};
 
 fn promises<T>(n: usize) -> (Vec<Promise<T>>, Vec<Future<T>>) {
     let ps: Vec<Promise<T>> = (0..n).map(|_| Promise::new()).collect();

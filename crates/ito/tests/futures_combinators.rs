@@ -4,46 +4,20 @@
 use std::future::IntoFuture;
 use std::panic::panic_any;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ito::{Failure, Future, Promise};
 
-/// Upper bound for waits that are expected to succeed (only reached if something hangs).
-const LONG: Duration = Duration::from_secs(10);
+mod common;
+use common::{LONG, get, quiet_expected_panics};
 
 /// Payload of the non-string panics these tests provoke on purpose.
 struct ExpectedPayload;
 
-/// Keeps the panics these tests provoke on purpose (messages starting with `expected:`) out of
-/// the test output; every other panic still goes to the default hook.
-fn quiet_expected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let p = info.payload();
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned());
-            if p.is::<ExpectedPayload>() || msg.is_some_and(|m| m.starts_with("expected:")) {
-                return;
-            }
-            prev(info);
-        }));
-    });
-}
-
 fn panic_failure(msg: &str) -> Failure {
     Failure::Panic(msg.into())
-}
-
-/// Waits for `f`, failing the test instead of hanging.
-fn get<T: Clone>(f: &Future<T>) -> Result<T, Failure> {
-    f.wait_timeout(LONG)
-        .expect("future did not complete in time")
 }
 
 /// How the source future of a combinator gets its result.

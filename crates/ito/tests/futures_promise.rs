@@ -3,41 +3,15 @@
 
 use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex, Once};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use ito::future::{AlreadyCompleted, first_completed_of, first_success_of, fold, sequence};
 use ito::{Failure, Future, Promise};
 
-/// Upper bound for waits that are expected to succeed (only reached if something hangs).
-const LONG: Duration = Duration::from_secs(10);
-
-/// Waits for `f`, failing the test instead of hanging.
-fn get<T: Clone>(f: &Future<T>) -> Result<T, Failure> {
-    f.wait_timeout(LONG)
-        .expect("future did not complete in time")
-}
-
-/// Keeps the panics these tests provoke on purpose (messages starting with `expected:`) out of
-/// the test output.
-fn quiet_expected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let p = info.payload();
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned());
-            if msg.is_some_and(|m| m.starts_with("expected:")) {
-                return;
-            }
-            prev(info);
-        }));
-    });
-}
+mod common;
+use common::{LONG, get, quiet_expected_panics};
 
 // ---------------------------------------------------------------------------------------------
 // Completion races

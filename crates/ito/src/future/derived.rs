@@ -36,28 +36,37 @@ pub(super) fn guard<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
     catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic)
 }
 
-/// The derived cell's vtable: drop `out`'s contents and free the box.
-struct Destroy<C>(PhantomData<C>);
+/// The vtable of a combinator cell `C` whose first field is its output cell `Inner<U>` (every
+/// `C` here is `repr(C)` with `out: Inner<U>` first, and allocated by `Box`).
+struct Destroy<C, U>(PhantomData<(C, U)>);
 
-/// A combinator cell whose first field is its output cell.
-///
-/// # Safety
-/// Implementors are `repr(C)` with an `Inner<_>` as their first field, allocated by `Box`.
-unsafe trait HasOut {
-    fn out_contents(&mut self);
-}
-
-impl<C: HasOut> Destroy<C> {
+impl<C, U> Destroy<C, U> {
     const VTABLE: CellVTable = CellVTable {
         destroy: Self::destroy,
         task: None,
     };
 
     unsafe fn destroy(cell: NonNull<CellHeader>) {
-        // SAFETY: cells with this vtable are `C`s made by `Box::new` (`HasOut`: `out` is at
-        // offset 0); this is the last reference.
-        let mut b = unsafe { Box::from_raw(cell.cast::<C>().as_ptr()) };
-        b.out_contents();
+        // SAFETY: cells with this vtable are `C`s made by `Box::new`, with `out: Inner<U>` at
+        // offset 0; this is the last reference, so access is exclusive. `Inner` has no drop glue
+        // of its own, so dropping the box afterwards does not touch the value again.
+        unsafe {
+            (*cell.cast::<Inner<U>>().as_ptr()).drop_contents();
+            drop(Box::from_raw(cell.cast::<C>().as_ptr()));
+        }
+    }
+}
+
+/// Completes `out` and gives up the calling node's reference on it.
+///
+/// # Safety
+/// The caller is `out`'s only completer and owns one reference on it.
+#[inline]
+unsafe fn finish<U>(out: &Inner<U>, result: Result<U, Failure>) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        out.complete_claimed(result);
+        CellHeader::dec_ref(NonNull::from(&out.header));
     }
 }
 
@@ -73,7 +82,7 @@ unsafe fn container<C>(node: NonNull<Waiter>, off: usize) -> NonNull<C> {
 
 /// Hands out the output handle of a fresh combinator cell `b` (`refs` already counts it).
 fn handle<C, U>(b: NonNull<C>) -> Future<U> {
-    // SAFETY: `C: HasOut`'s first field is an `Inner<U>`; the caller counted this handle.
+    // SAFETY: `C`'s first field is an `Inner<U>` (`repr(C)`); the caller counted this handle.
     unsafe { Future::from_raw(b.cast::<Inner<U>>()) }
 }
 
@@ -86,14 +95,6 @@ struct Map<T, U, F> {
     node: Waiter,
     f: UnsafeCell<ManuallyDrop<F>>,
     _src: PhantomData<fn(&T)>,
-}
-
-// SAFETY: `repr(C)`, `out` first, boxed.
-unsafe impl<T, U, F> HasOut for Map<T, U, F> {
-    fn out_contents(&mut self) {
-        // SAFETY: exclusive access (the last reference).
-        unsafe { self.out.drop_contents() }
-    }
 }
 
 unsafe fn call_map<T, U, F>(node: NonNull<Waiter>, src: NonNull<CellHeader>, action: Action)
@@ -117,12 +118,8 @@ where
             Err(Failure::BrokenPromise)
         }
     };
-    // SAFETY: the node is `out`'s only completer, and holds a reference until the end.
-    unsafe {
-        let out = &m.as_ref().out;
-        out.complete_claimed(result);
-        CellHeader::dec_ref(NonNull::from(&out.header));
-    }
+    // SAFETY: the node is `out`'s only completer and holds a reference on it.
+    unsafe { finish(&m.as_ref().out, result) };
 }
 
 /// A future completed with `f(&source's result)` when `src` completes.
@@ -136,7 +133,7 @@ where
         return Future::from_result(guard(move || f(r)).and_then(|r| r));
     }
     let b = NonNull::from(Box::leak(Box::new(Map::<T, U, F> {
-        out: Inner::new(2, &Destroy::<Map<T, U, F>>::VTABLE),
+        out: Inner::new(2, &Destroy::<Map<T, U, F>, U>::VTABLE),
         node: Waiter::new(call_map::<T, U, F>),
         f: UnsafeCell::new(ManuallyDrop::new(f)),
         _src: PhantomData,
@@ -173,14 +170,6 @@ struct Flat<T, U, F> {
     _src: PhantomData<fn(&T)>,
 }
 
-// SAFETY: `repr(C)`, `out` first, boxed.
-unsafe impl<T, U, F> HasOut for Flat<T, U, F> {
-    fn out_contents(&mut self) {
-        // SAFETY: exclusive access (the last reference).
-        unsafe { self.out.drop_contents() }
-    }
-}
-
 unsafe fn call_flat1<T, U, F>(node: NonNull<Waiter>, src: NonNull<CellHeader>, action: Action)
 where
     U: Clone,
@@ -214,12 +203,9 @@ where
             drop(fut);
         }
         Err(e) => {
-            // SAFETY: the only completer; node1's reference is given up after.
-            unsafe {
-                let out = &m.as_ref().out;
-                out.complete_claimed(Err(e));
-                CellHeader::dec_ref(NonNull::from(&out.header));
-            }
+            // SAFETY: node1 is `out`'s only completer (node2 never registered) and holds a
+            // reference on it.
+            unsafe { finish(&m.as_ref().out, Err(e)) };
         }
     }
 }
@@ -237,12 +223,8 @@ unsafe fn call_flat2<T, U: Clone, F>(
         Action::Notify => unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() }.clone(),
         Action::Discard => Err(Failure::BrokenPromise),
     };
-    // SAFETY: the only completer; the reference node2 inherited is given up after.
-    unsafe {
-        let out = &m.as_ref().out;
-        out.complete_claimed(result);
-        CellHeader::dec_ref(NonNull::from(&out.header));
-    }
+    // SAFETY: node2 is `out`'s only completer and holds the reference node1 passed on.
+    unsafe { finish(&m.as_ref().out, result) };
 }
 
 /// A future completed with the result of the future that `f(&source's result)` returns.
@@ -253,7 +235,7 @@ where
     F: FnOnce(&Result<T, Failure>) -> Result<Future<U>, Failure> + Send + 'static,
 {
     let b = NonNull::from(Box::leak(Box::new(Flat::<T, U, F> {
-        out: Inner::new(2, &Destroy::<Flat<T, U, F>>::VTABLE),
+        out: Inner::new(2, &Destroy::<Flat<T, U, F>, U>::VTABLE),
         node1: Waiter::new(call_flat1::<T, U, F>),
         node2: Waiter::new(call_flat2::<T, U, F>),
         f: UnsafeCell::new(ManuallyDrop::new(f)),
@@ -282,14 +264,6 @@ struct Zip<T, U, R, F> {
     b: UnsafeCell<Option<U>>,
     /// Taken by the last successful arrival; otherwise dropped with the box.
     f: UnsafeCell<Option<F>>,
-}
-
-// SAFETY: `repr(C)`, `out` first, boxed.
-unsafe impl<T, U, R, F> HasOut for Zip<T, U, R, F> {
-    fn out_contents(&mut self) {
-        // SAFETY: exclusive access (the last reference).
-        unsafe { self.out.drop_contents() }
-    }
 }
 
 impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
@@ -374,7 +348,7 @@ where
     F: FnOnce(T, U) -> R + Send + 'static,
 {
     let z = NonNull::from(Box::leak(Box::new(Zip::<T, U, R, F> {
-        out: Inner::new(3, &Destroy::<Zip<T, U, R, F>>::VTABLE),
+        out: Inner::new(3, &Destroy::<Zip<T, U, R, F>, R>::VTABLE),
         node_a: Waiter::new(call_zip_a::<T, U, R, F>),
         node_b: Waiter::new(call_zip_b::<T, U, R, F>),
         remaining: AtomicUsize::new(2),

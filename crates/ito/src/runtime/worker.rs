@@ -9,7 +9,8 @@
 //!    spawned from outside);
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
 //!    row, then its own deque (newest first), then the injector;
-//! 3. steal half of a victim's deque, starting at a random victim;
+//! 3. steal one task (the oldest) from a victim's deque, starting at a random victim; from
+//!    the injector, a batch;
 //! 4. sleep (the protocol in `idle.rs`).
 //!
 //! A compensation thread also checks, between tasks, whether the runtime has more active
@@ -315,7 +316,7 @@ impl WorkerCtx {
                     continue;
                 };
                 loop {
-                    match slot.stealer.steal_batch_and_pop(&self.local) {
+                    match slot.stealer.steal() {
                         Steal::Success(t) => {
                             bump(&self.slot().metrics.stolen);
                             return Some(t);

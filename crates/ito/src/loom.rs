@@ -1,13 +1,18 @@
 //! The one place ito's atomic state machines get their primitives from.
 //!
 //! Under `RUSTFLAGS="--cfg loom"` these are [loom](https://docs.rs/loom)'s model-checked
-//! versions; otherwise the `std` ones. The completion cell (`future::cell`) and the task state
-//! word (`task::state`) use only what is exported here, so their loom models in
-//! `src/tests/loom_*.rs` exercise the real code. The runtime's worker loop (which also uses
-//! crossbeam-deque and OS threads) is not modelled; it is covered by stress tests.
+//! versions; otherwise the `std` ones. The completion cell (`future::cell`), the task state
+//! word (`task::state`) and the idle-worker protocol (`runtime::idle`) use only what is
+//! exported here, so their loom models in `src/tests/loom_*.rs` exercise the real code. The
+//! rest of the worker loop (crossbeam-deque, OS threads, parking) is not modelled; it is
+//! covered by stress tests (`tests/runtime_wait.rs`).
 
 #[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+#[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 

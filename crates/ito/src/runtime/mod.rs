@@ -12,7 +12,7 @@
 
 mod block_on;
 pub(crate) mod blocking;
-mod idle;
+pub(crate) mod idle;
 mod metrics;
 pub(crate) mod wait;
 pub(crate) mod worker;
@@ -172,7 +172,7 @@ impl Builder {
             workers,
             max_comp,
             active: AtomicUsize::new(workers),
-            idle: Idle::new(),
+            idle: Idle::new(capacity),
             spares: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             stack_size: self.stack_size,
@@ -376,6 +376,30 @@ impl Shared {
         self.blocking.shutdown();
     }
 
+    /// New work was pushed: wake an idle worker if needed (see `idle.rs`).
+    #[inline]
+    fn notify_work(&'static self, fenced: bool) {
+        self.idle.notify_with(fenced, |i| self.unpark_slot(i));
+    }
+
+    fn unpark_slot(&self, i: usize) {
+        if let Some(slot) = self.slots[i].get() {
+            slot.unpark();
+        }
+    }
+
+    /// Whether any queue (the injector, any deque) has a task.
+    fn has_queued_work(&self) -> bool {
+        if !self.injector.is_empty() {
+            return true;
+        }
+        let n = self.num_slots.load(Ordering::Acquire);
+        self.slots[..n]
+            .iter()
+            .filter_map(OnceLock::get)
+            .any(worker::Slot::has_work)
+    }
+
     #[inline]
     fn is_shutdown(&self) -> bool {
         self.shutdown.load(Ordering::Relaxed)
@@ -402,7 +426,7 @@ impl Shared {
             return;
         }
         self.injector.push(task);
-        self.idle.notify_work(self, true);
+        self.notify_work(true);
     }
 }
 

@@ -39,8 +39,6 @@ const STACK_RESERVE: usize = 256 * 1024;
 pub(crate) struct Slot {
     stealer: Stealer<TaskRef>,
     unparker: Unparker,
-    /// In the idle list; cleared by the thread that wakes it.
-    pub(super) sleeping: AtomicBool,
     /// A retired compensation thread, parked in the spare list.
     retired: AtomicBool,
     /// Written by the owner on every task: on a cache line of its own, so workers do not
@@ -152,7 +150,6 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
     let slot = Slot {
         stealer: local.stealer(),
         unparker: parker.unparker().clone(),
-        sleeping: AtomicBool::new(false),
         retired: AtomicBool::new(false),
         metrics: CachePadded::new(SlotMetrics::default()),
     };
@@ -281,7 +278,7 @@ impl WorkerCtx {
         } else if let Some(t) = self.lifo.take() {
             // Give the deque a turn: the LIFO task goes behind the newest deque task.
             self.local.push(t);
-            self.shared.idle.notify_work(self.shared, false);
+            self.shared.notify_work(false);
         }
         self.lifo_streak.set(0);
         self.local.pop()
@@ -343,7 +340,9 @@ impl WorkerCtx {
     #[inline]
     fn stop_searching(&self) {
         if self.searching.replace(false) {
-            self.shared.idle.stop_searching(self.shared);
+            self.shared
+                .idle
+                .stop_searching_with(|i| self.shared.unpark_slot(i));
         }
     }
 
@@ -368,13 +367,13 @@ impl WorkerCtx {
             }
         }
         let shared = self.shared;
-        shared.idle.register_sleeper(self.index, self.slot());
-        if shared.idle.work_visible(shared)
-            && shared.idle.unregister_sleeper(self.index, self.slot())
+        shared.idle.register_sleeper(self.index);
+        if shared.idle.work_visible_with(|| shared.has_queued_work())
+            && shared.idle.unregister_sleeper(self.index)
         {
             return;
         }
-        while self.slot().sleeping.load(Ordering::Acquire) && !shared.is_shutdown() {
+        while shared.idle.is_sleeping(self.index) && !shared.is_shutdown() {
             bump(&self.slot().metrics.parks);
             self.parker.park();
         }
@@ -397,7 +396,7 @@ impl WorkerCtx {
     pub(super) fn push_spawned(&self, task: TaskRef) {
         bump(&self.slot().metrics.spawned);
         self.local.push(task);
-        self.shared.idle.notify_work(self.shared, false);
+        self.shared.notify_work(false);
     }
 
     /// Woke a task from this worker: it goes to the LIFO slot, to run next.
@@ -405,7 +404,7 @@ impl WorkerCtx {
     pub(super) fn push_woken(&self, task: TaskRef) {
         if let Some(prev) = self.lifo.replace(Some(task)) {
             self.local.push(prev);
-            self.shared.idle.notify_work(self.shared, false);
+            self.shared.notify_work(false);
         }
     }
 
@@ -454,7 +453,7 @@ impl WorkerCtx {
         let shared = self.shared;
         let before = shared.active.fetch_sub(1, Ordering::SeqCst);
         if !self.local.is_empty() || !shared.injector.is_empty() {
-            shared.idle.notify_work(shared, true);
+            shared.notify_work(true);
         }
         if before <= shared.workers {
             shared.compensate(before == 1);
@@ -487,7 +486,7 @@ impl WorkerCtx {
             self.local.push(t);
         }
         if !self.local.is_empty() {
-            shared.idle.notify_work(shared, true);
+            shared.notify_work(true);
         }
         self.slot().retired.store(true, Ordering::Release);
         shared

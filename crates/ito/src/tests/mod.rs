@@ -2,4 +2,5 @@
 //! `RUSTFLAGS="--cfg loom" cargo test -p ito --release --lib loom`.
 
 mod loom_cell;
+mod loom_idle;
 mod loom_task;

@@ -1,0 +1,66 @@
+//! The idle-worker protocol (`runtime::idle`): a worker that finds no work and goes to sleep
+//! must never miss a task pushed meanwhile, whether it was the last searcher or not.
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+
+use crate::runtime::idle::Idle;
+
+/// The worker's side of `WorkerCtx::sleep`, over a one-counter "queue". Returns once the worker
+/// has seen the work, parking in between if it has to (loom fails the model if it parks forever).
+fn sleep_until_work(idle: &Idle, queue: &AtomicUsize, was_searching: bool) {
+    let has_work = || queue.load(Ordering::Acquire) > 0;
+    if was_searching && idle.leave_searching_was_last() && has_work() {
+        return;
+    }
+    idle.register_sleeper(0);
+    if idle.work_visible_with(has_work) && idle.unregister_sleeper(0) {
+        return;
+    }
+    while idle.is_sleeping(0) {
+        thread::park();
+    }
+    // Woken by a notifier: it pushed before waking us.
+    assert!(has_work(), "woken without work");
+}
+
+/// A push from outside (fenced) racing a worker falling asleep.
+#[test]
+fn push_races_a_worker_falling_asleep() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(1));
+        let queue = Arc::new(AtomicUsize::new(0));
+        let me = thread::current();
+        let (i2, q2) = (idle.clone(), queue.clone());
+        let pusher = thread::spawn(move || {
+            q2.store(1, Ordering::Release);
+            i2.notify_with(true, |_| me.unpark());
+        });
+        sleep_until_work(&idle, &queue, false);
+        pusher.join().unwrap();
+    });
+}
+
+/// A push racing the last searcher giving up: the push sees a searcher and wakes nobody, so
+/// the searcher must see the push.
+#[test]
+fn push_races_the_last_searcher() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(1));
+        let queue = Arc::new(AtomicUsize::new(0));
+        idle.start_searching();
+        let me = thread::current();
+        let (i2, q2) = (idle.clone(), queue.clone());
+        let pusher = thread::spawn(move || {
+            q2.store(1, Ordering::Release);
+            i2.notify_with(true, |_| me.unpark());
+        });
+        if queue.load(Ordering::Acquire) > 0 {
+            idle.stop_searching_with(|_| {});
+        } else {
+            sleep_until_work(&idle, &queue, true);
+        }
+        pusher.join().unwrap();
+    });
+}

@@ -92,7 +92,19 @@ impl Failure {
         } else {
             Arc::from("panic with a non-string payload")
         };
+        drop_payload(payload);
         Failure::Panic(msg)
+    }
+}
+
+/// Drops a panic payload without letting a panicking `Drop` of the payload unwind further (a
+/// second panic's payload is forgotten rather than dropped, which could panic again).
+#[cold]
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(again) =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload)))
+    {
+        std::mem::forget(again);
     }
 }
 

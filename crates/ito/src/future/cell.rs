@@ -87,6 +87,8 @@ pub(crate) enum Action {
 pub(crate) struct Waiter {
     next: UnsafeCell<*const Waiter>,
     call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action),
+    /// Owned by a waiting thread or `.await` (released first on completion), not a callback.
+    owner: bool,
 }
 
 // SAFETY: a `Waiter` is only reached through the cell's list protocol (module docs), which
@@ -101,11 +103,23 @@ impl Waiter {
         self.call
     }
 
-    /// A node that will be handed to `call` when the cell completes (or is destroyed).
+    /// A callback node that will be handed to `call` when the cell completes (or is
+    /// destroyed).
     pub(crate) fn new(call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action)) -> Self {
         Waiter {
             next: UnsafeCell::new(ptr::null()),
             call,
+            owner: false,
+        }
+    }
+
+    /// A node owned by a waiter (a parked thread, an `.await`): on completion `call` must
+    /// release the node and wake its owner without running user callbacks.
+    pub(crate) fn new_owner(call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action)) -> Self {
+        Waiter {
+            next: UnsafeCell::new(ptr::null()),
+            call,
+            owner: true,
         }
     }
 }
@@ -213,7 +227,24 @@ impl CellHeader {
         if header.refs.fetch_sub(1, Ordering::Release) == 1 {
             fence(Ordering::Acquire);
             // SAFETY: that was the last reference; `destroy` runs exactly once.
-            unsafe { (header.vtable.destroy)(this) };
+            unsafe { Self::destroy(this) };
+        }
+    }
+
+    /// Destroys a cell whose last reference is gone. A panicking `Drop` of the value (or of a
+    /// task body or closure) is contained here: whoever dropped the last reference (a worker,
+    /// a completer, a user) is not unwound by someone else's destructor.
+    ///
+    /// # Safety
+    /// The last reference to `this` is gone; called once.
+    #[cold]
+    unsafe fn destroy(this: NonNull<CellHeader>) {
+        // SAFETY: forwarded; the header is still valid until `destroy` frees it.
+        let destroy = unsafe { this.as_ref() }.vtable.destroy;
+        // SAFETY: forwarded.
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe { destroy(this) }));
+        if let Err(payload) = r {
+            crate::failure::drop_payload(payload);
         }
     }
 
@@ -331,16 +362,22 @@ impl CellHeader {
     }
 }
 
-/// Calls every waiter of `list` (as returned by [`CellHeader::publish`]) in registration
-/// order. A panicking waiter does not stop the others.
+/// Notifies the *owner* nodes of a just-taken `list` (a thread parked in `wait()`, an
+/// `.await`): each releases its node and wakes its owner, without running any user callback
+/// first. Returns the remaining callback nodes, in registration order, for
+/// [`run_callbacks`].
+///
+/// Owners come first and are never deferred because an owner that finds the cell complete may
+/// wait for its node to be released: if a callback (arbitrary user code) ran first and waited
+/// for something that owner's thread must do, the two would deadlock.
 ///
 /// # Safety
 /// `list` was taken from `cell` by `publish`; `cell` is complete and stays alive during the
 /// call (the caller holds a reference).
-pub(crate) unsafe fn notify_all(cell: NonNull<CellHeader>, list: *const Waiter) {
-    if list.is_null() {
-        return;
-    }
+pub(crate) unsafe fn release_owners(
+    cell: NonNull<CellHeader>,
+    list: *const Waiter,
+) -> *const Waiter {
     // Reverse the stack into registration order.
     let mut rev: *const Waiter = ptr::null();
     let mut cur = list;
@@ -352,16 +389,57 @@ pub(crate) unsafe fn notify_all(cell: NonNull<CellHeader>, list: *const Waiter) 
         rev = cur;
         cur = next;
     }
+    // Notify owners; relink callbacks, in order, into a new list.
+    let mut head: *const Waiter = ptr::null();
+    let mut tail: *const Waiter = ptr::null();
     let mut cur = rev;
     while !cur.is_null() {
         // SAFETY: as above; read `next` before `call`, which may free the node.
+        let (next, call, owner) = unsafe { ((*cur).next.with(|p| *p), (*cur).call, (*cur).owner) };
+        if owner {
+            let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
+            // SAFETY: the node was registered on `cell` and is called exactly once, here.
+            let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+                call(node, cell, Action::Notify)
+            }));
+            if let Err(payload) = r {
+                crate::failure::drop_payload(payload); // a panicking waker; reported by the hook
+            }
+        } else {
+            // SAFETY: the node is ours (taken list); relinking it touches only its `next`.
+            unsafe { (*cur).next.with_mut(|p| *p = ptr::null()) };
+            if tail.is_null() {
+                head = cur;
+            } else {
+                // SAFETY: `tail` is a callback node of this list, still ours.
+                unsafe { (*tail).next.with_mut(|p| *p = cur) };
+            }
+            tail = cur;
+        }
+        cur = next;
+    }
+    head
+}
+
+/// Runs the callback nodes returned by [`release_owners`], in order. A panicking callback
+/// does not stop the others.
+///
+/// # Safety
+/// `list` came from `release_owners` on `cell`, which is complete and stays alive during the
+/// call (the caller holds a reference).
+pub(crate) unsafe fn run_callbacks(cell: NonNull<CellHeader>, list: *const Waiter) {
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: the caller owns the nodes; read `next` before `call`, which frees the node.
         let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
         let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
         // SAFETY: the node was registered on `cell` and is called exactly once, here.
         let r = catch_unwind(AssertUnwindSafe(|| unsafe {
             call(node, cell, Action::Notify)
         }));
-        drop(r); // a callback's panic was already reported by the panic hook
+        if let Err(payload) = r {
+            crate::failure::drop_payload(payload); // already reported by the panic hook
+        }
         cur = next;
     }
 }
@@ -381,8 +459,14 @@ pub(crate) unsafe fn discard_all(cell: NonNull<CellHeader>) {
         // SAFETY: nodes still listed are owned by the list; nobody else can reach them now.
         let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
         let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
-        // SAFETY: each node is discarded exactly once, here.
-        unsafe { call(node, cell, Action::Discard) };
+        // SAFETY: each node is discarded exactly once, here. A panicking drop inside must not
+        // keep the remaining nodes from being discarded.
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+            call(node, cell, Action::Discard)
+        }));
+        if let Err(payload) = r {
+            crate::failure::drop_payload(payload);
+        }
         cur = next;
     }
 }

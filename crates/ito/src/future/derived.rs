@@ -57,6 +57,13 @@ impl<C, U> Destroy<C, U> {
     }
 }
 
+/// Drops a user closure without letting a panicking destructor unwind into the completer.
+fn drop_guarded<F>(f: F) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(f))) {
+        crate::failure::drop_payload(payload);
+    }
+}
+
 /// Completes `out` and gives up the calling node's reference on it.
 ///
 /// # Safety
@@ -114,7 +121,7 @@ where
             guard(move || f(v)).and_then(|r| r)
         }
         Action::Discard => {
-            drop(f);
+            drop_guarded(f);
             Err(Failure::BrokenPromise)
         }
     };
@@ -189,7 +196,7 @@ where
             guard(move || f(v)).and_then(|r| r)
         }
         Action::Discard => {
-            drop(f);
+            drop_guarded(f);
             Err(Failure::BrokenPromise)
         }
     };
@@ -219,8 +226,11 @@ unsafe fn call_flat2<T, U: Clone, F>(
     // SAFETY: the node is `Flat::node2` of a live `Flat`.
     let m = unsafe { container::<Flat<T, U, F>>(node, off) };
     let result = match action {
-        // SAFETY: notified, so the inner future's cell (an `Inner<U>`) is complete.
-        Action::Notify => unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() }.clone(),
+        Action::Notify => {
+            // SAFETY: notified, so the inner future's cell (an `Inner<U>`) is complete.
+            let v = unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() };
+            guard(|| v.clone()).and_then(|r| r)
+        }
         Action::Discard => Err(Failure::BrokenPromise),
     };
     // SAFETY: node2 is `out`'s only completer and holds the reference node1 passed on.
@@ -280,7 +290,15 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
         let z = unsafe { this.as_ref() };
         match r {
             Some(Ok(v)) => {
-                slot(z, v.clone());
+                match guard(|| v.clone()) {
+                    Ok(v) => slot(z, v),
+                    Err(e) => {
+                        let _ = z.out.try_complete(Err(e));
+                        // SAFETY: this side's node gives up its reference.
+                        unsafe { CellHeader::dec_ref(NonNull::from(&z.out.header)) };
+                        return;
+                    }
+                }
                 if z.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
                     // Both values are in; the acquire above saw the other side's write.
                     // SAFETY: each slot's writer is done (release/acquire on `remaining`), and

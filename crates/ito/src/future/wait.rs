@@ -47,7 +47,7 @@ impl Registration {
     fn new() -> Self {
         Registration {
             node: AsyncNode {
-                waiter: Waiter::new(notify_async),
+                waiter: Waiter::new_owner(notify_async),
                 waker: UnsafeCell::new(None),
                 done: AtomicBool::new(false),
             },
@@ -94,15 +94,18 @@ impl Registration {
             return Poll::Ready(v.clone());
         }
         match inner.header.lock() {
-            Locked::Held(_guard) => {
+            Locked::Held(guard) => {
                 // SAFETY: the node is registered and we hold the list lock: the completer can't
                 // have taken it.
-                this.node.waker.with_mut(|p| unsafe {
+                let old = this.node.waker.with_mut(|p| unsafe {
                     match &mut *p {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        slot => *slot = Some(cx.waker().clone()),
+                        Some(w) if w.will_wake(cx.waker()) => None,
+                        slot => slot.replace(cx.waker().clone()),
                     }
                 });
+                drop(guard);
+                // Dropped after unlocking: a waker's drop may reach this very cell.
+                drop(old);
                 Poll::Pending
             }
             Locked::Complete => {

@@ -63,7 +63,9 @@ impl Pool {
             return fut;
         }
         st.queue.push_back(job);
-        if st.idle > 0 {
+        // Idle threads already notified for earlier jobs are still counted idle until they
+        // wake, so compare with the queue: every queued job needs its own thread.
+        if st.idle >= st.queue.len() {
             self.cv.notify_one();
         } else if st.threads < self.max {
             st.threads += 1;
@@ -109,9 +111,13 @@ impl Pool {
     }
 
     pub(super) fn shutdown(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.shutdown = true;
-        st.queue.clear(); // dropping the jobs breaks their promises
-        self.cv.notify_all();
+        let jobs = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.shutdown = true;
+            self.cv.notify_all();
+            std::mem::take(&mut st.queue)
+        };
+        // Outside the lock: dropping the jobs breaks their promises, which runs callbacks.
+        drop(jobs);
     }
 }

@@ -52,8 +52,12 @@ pub(crate) struct Shared {
     idle: Idle,
     /// Compensation slots whose threads are parked, ready to be reactivated.
     spares: Mutex<Vec<usize>>,
+    /// Compensation slots whose threads exited, ready for new threads.
+    free_slots: Mutex<Vec<worker::FreeSlot>>,
     shutdown: AtomicBool,
     stack_size: usize,
+    /// How long a retired compensation thread stays parked before it exits.
+    keep_alive: std::time::Duration,
     name: String,
     handles: Mutex<Vec<JoinHandle<()>>>,
     counters: Counters,
@@ -91,6 +95,7 @@ pub struct Builder {
     stack_size: usize,
     thread_name: String,
     max_blocking: usize,
+    keep_alive: std::time::Duration,
 }
 
 impl Builder {
@@ -141,6 +146,21 @@ impl Builder {
         self
     }
 
+    /// How long a compensation thread with nothing to do stays parked before it exits
+    /// (default 10 s).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder()
+    ///     .thread_keep_alive(std::time::Duration::from_secs(1))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn thread_keep_alive(mut self, d: std::time::Duration) -> Self {
+        self.keep_alive = d;
+        self
+    }
+
     /// The most threads [`spawn_blocking`](crate::spawn_blocking) may run at once (default
     /// 64); more calls queue.
     ///
@@ -174,8 +194,10 @@ impl Builder {
             active: AtomicUsize::new(workers),
             idle: Idle::new(capacity),
             spares: Mutex::new(Vec::new()),
+            free_slots: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             stack_size: self.stack_size,
+            keep_alive: self.keep_alive,
             name: self.thread_name,
             handles: Mutex::new(Vec::new()),
             counters: Counters::default(),
@@ -202,6 +224,7 @@ impl Default for Builder {
             stack_size: 8 << 20,
             thread_name: "ito".to_string(),
             max_blocking: 64,
+            keep_alive: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -359,21 +382,45 @@ impl Shared {
         if self.shutdown.swap(true, Ordering::SeqCst) {
             return;
         }
-        for slot in self.slots.iter().filter_map(OnceLock::get) {
-            slot.unpark();
+        self.blocking.shutdown();
+        let me = std::thread::current().id();
+        // Threads blocked in a wait may be waiting for a queued task: keep cancelling what is
+        // queued (which completes or breaks the futures they wait for) until all have left.
+        loop {
+            self.cancel_queued();
+            for slot in self.slots.iter().filter_map(OnceLock::get) {
+                slot.unpark();
+            }
+            let all_done = self
+                .handles
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .all(|h| h.is_finished() || h.thread().id() == me);
+            if all_done {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
-        let me = std::thread::current().id();
         for h in handles {
             if h.thread().id() != me {
                 let _ = h.join();
             }
         }
-        // Whatever is still queued will never run: fail it.
+        self.cancel_queued();
+    }
+
+    /// Cancels every queued task: the injector's and every deque's.
+    fn cancel_queued(&self) {
         while let Some(t) = worker::steal_retrying(&self.injector) {
             t.cancel();
         }
-        self.blocking.shutdown();
+        for slot in self.slots.iter().filter_map(OnceLock::get) {
+            while let Some(t) = slot.steal_one() {
+                t.cancel();
+            }
+        }
     }
 
     /// New work was pushed: wake an idle worker if needed (see `idle.rs`).
@@ -427,6 +474,13 @@ impl Shared {
         }
         self.injector.push(task);
         self.notify_work(true);
+        if self.is_shutdown() {
+            // Raced with shutdown's last sweep: nobody will run it.
+            self.cancel_queued();
+        } else if self.active.load(Ordering::SeqCst) == 0 {
+            // Every thread is blocked (and saw no work when it blocked): start one.
+            self.compensate(true);
+        }
     }
 }
 

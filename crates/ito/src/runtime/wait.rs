@@ -88,7 +88,7 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
 
 fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCtx>) {
     let node = ThreadNode {
-        waiter: Waiter::new(notify_thread),
+        waiter: Waiter::new_owner(notify_thread),
         thread: thread::current(),
         done: AtomicBool::new(false),
     };

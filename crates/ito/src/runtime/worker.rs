@@ -18,8 +18,11 @@
 
 use std::cell::Cell;
 use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::time::Instant;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
@@ -52,6 +55,16 @@ impl Slot {
     }
     pub(super) fn has_work(&self) -> bool {
         !self.stealer.is_empty()
+    }
+    /// Steals one task (shutdown's sweep).
+    pub(super) fn steal_one(&self) -> Option<TaskRef> {
+        loop {
+            match self.stealer.steal() {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => return None,
+                Steal::Retry => std::hint::spin_loop(),
+            }
+        }
     }
 }
 
@@ -120,12 +133,12 @@ pub(super) fn current_for(shared: &'static Shared) -> Option<&'static WorkerCtx>
     current_ctx().filter(|c| ptr::eq(c.shared, shared))
 }
 
-/// The runtime this thread works for or has entered.
+/// The runtime this thread has entered (`Runtime::block_on`), or else works for.
 #[inline]
 pub(super) fn current_shared() -> Option<&'static Shared> {
-    match current_ctx() {
-        Some(c) => Some(c.shared),
-        None => ENTERED.with(|e| e.get()),
+    match ENTERED.with(|e| e.get()) {
+        Some(s) => Some(s),
+        None => current_ctx().map(|c| c.shared),
     }
 }
 
@@ -143,25 +156,71 @@ impl Drop for EnterGuard {
     }
 }
 
-/// Starts a thread on a new slot. The caller has already counted it in `active`.
+/// A compensation slot whose thread exited after idling for `Builder::thread_keep_alive`: its deque and
+/// parker, ready for the next compensation thread, so slots are never used up.
+pub(super) struct FreeSlot {
+    index: usize,
+    local: Worker<TaskRef>,
+    parker: Parker,
+}
+
+/// Why a worker loop returned.
+enum Exit {
+    /// The runtime is shutting down.
+    Shutdown,
+    /// A compensation thread idled for `Builder::thread_keep_alive`; its slot goes to the free list.
+    Idle,
+}
+
+/// Starts a thread, on a free compensation slot if there is one, else on a new slot. The
+/// caller has already counted it in `active`.
 pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Result<usize> {
-    let local = Worker::new_lifo();
-    let parker = Parker::new();
-    let slot = Slot {
-        stealer: local.stealer(),
-        unparker: parker.unparker().clone(),
-        retired: AtomicBool::new(false),
-        metrics: CachePadded::new(SlotMetrics::default()),
-    };
     let mut handles = shared.handles.lock().unwrap_or_else(|e| e.into_inner());
-    let index = shared.num_slots.load(Ordering::Relaxed);
-    if index >= shared.slots.len() {
-        return Err(io::Error::other("ito: out of worker slots"));
+    if shared.is_shutdown() {
+        return Err(io::Error::other("ito: the runtime is shutting down"));
     }
-    if shared.slots[index].set(slot).is_err() {
-        unreachable!("slots are initialised in order under the handles lock");
-    }
-    shared.num_slots.store(index + 1, Ordering::Release);
+    handles.retain(|h| !h.is_finished());
+    let reused = if compensator {
+        shared
+            .free_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+    } else {
+        None
+    };
+    let (index, local, parker) = match reused {
+        Some(FreeSlot {
+            index,
+            local,
+            parker,
+        }) => {
+            let slot = shared.slots[index]
+                .get()
+                .expect("free slots are initialised");
+            slot.retired.store(false, Ordering::Release);
+            (index, local, parker)
+        }
+        None => {
+            let local = Worker::new_lifo();
+            let parker = Parker::new();
+            let slot = Slot {
+                stealer: local.stealer(),
+                unparker: parker.unparker().clone(),
+                retired: AtomicBool::new(false),
+                metrics: CachePadded::new(SlotMetrics::default()),
+            };
+            let index = shared.num_slots.load(Ordering::Relaxed);
+            if index >= shared.slots.len() {
+                return Err(io::Error::other("ito: out of worker slots"));
+            }
+            if shared.slots[index].set(slot).is_err() {
+                unreachable!("slots are initialised in order under the handles lock");
+            }
+            shared.num_slots.store(index + 1, Ordering::Release);
+            (index, local, parker)
+        }
+    };
     let name = if compensator {
         format!("{}-comp-{index}", shared.name)
     } else {
@@ -169,37 +228,20 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
     };
     let stack_size = shared.stack_size;
     shared.counters.thread_started();
+    // If the OS refuses the thread, the deque and parker come back to the free list.
+    let back = std::sync::Arc::new(Mutex::new(None::<(Worker<TaskRef>, Parker)>));
+    let given = back.clone();
+    *given.lock().unwrap_or_else(|e| e.into_inner()) = Some((local, parker));
     let spawned = std::thread::Builder::new()
         .name(name)
         .stack_size(stack_size)
         .spawn(move || {
-            let here = 0u8;
-            let base = &here as *const u8 as usize;
-            let ctx = WorkerCtx {
-                shared,
-                index,
-                slot: shared.slots[index]
-                    .get()
-                    .expect("initialised before the thread starts"),
-                local,
-                parker,
-                lifo: Cell::new(None),
-                lifo_streak: Cell::new(0),
-                tick: Cell::new(0),
-                rng: Cell::new(
-                    0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
-                ),
-                searching: Cell::new(false),
-                compensator,
-                stack_limit: base
-                    .saturating_sub(stack_size)
-                    .saturating_add(STACK_RESERVE),
+            let Some((local, parker)) = given.lock().unwrap_or_else(|e| e.into_inner()).take()
+            else {
+                return;
             };
-            CTX.with(|c| c.set(&ctx));
-            ctx.run_loop();
-            CTX.with(|c| c.set(ptr::null()));
-            ctx.drain();
-            shared.counters.thread_stopped();
+            drop(given);
+            worker_main(shared, index, local, parker, compensator, stack_size);
         });
     match spawned {
         Ok(h) => {
@@ -208,9 +250,97 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
         }
         Err(e) => {
             shared.counters.thread_stopped();
+            if let Some((local, parker)) = back.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                shared
+                    .free_slots
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(FreeSlot {
+                        index,
+                        local,
+                        parker,
+                    });
+            }
             Err(e)
         }
     }
+}
+
+/// A worker thread's body.
+fn worker_main(
+    shared: &'static Shared,
+    index: usize,
+    local: Worker<TaskRef>,
+    parker: Parker,
+    compensator: bool,
+    stack_size: usize,
+) {
+    let here = 0u8;
+    let base = &here as *const u8 as usize;
+    let ctx = WorkerCtx {
+        shared,
+        index,
+        slot: shared.slots[index]
+            .get()
+            .expect("initialised before the thread starts"),
+        local,
+        parker,
+        lifo: Cell::new(None),
+        lifo_streak: Cell::new(0),
+        tick: Cell::new(0),
+        rng: Cell::new(
+            0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
+        ),
+        searching: Cell::new(false),
+        compensator,
+        stack_limit: base
+            .saturating_sub(stack_size)
+            .saturating_add(STACK_RESERVE),
+    };
+    /// Clears `CTX` however this frame is left, so it never points at a dead context.
+    struct ResetCtx;
+    impl Drop for ResetCtx {
+        fn drop(&mut self) {
+            CTX.with(|c| c.set(ptr::null()));
+        }
+    }
+    CTX.with(|c| c.set(&ctx));
+    let reset = ResetCtx;
+    // Tasks contain their own panics; anything that still escapes (a destructor run by the
+    // loop itself) must not kill the worker: keep working.
+    let exit = loop {
+        match catch_unwind(AssertUnwindSafe(|| ctx.run_loop())) {
+            Ok(exit) => break exit,
+            Err(payload) => crate::failure::drop_payload(payload),
+        }
+    };
+    match exit {
+        Exit::Shutdown => {
+            ctx.drain();
+            drop(reset);
+        }
+        Exit::Idle => {
+            // Whatever is left in the deque goes where others will find it.
+            while let Some(t) = ctx.local.pop() {
+                shared.injector.push(t);
+            }
+            if !shared.injector.is_empty() {
+                shared.notify_work(true);
+            }
+            drop(reset);
+            let WorkerCtx { local, parker, .. } = ctx;
+            shared
+                .free_slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(FreeSlot {
+                    index,
+                    local,
+                    parker,
+                });
+        }
+    }
+    shared.counters.thread_stopped();
 }
 
 /// Steals one task from the injector, retrying on contention.
@@ -230,14 +360,13 @@ impl WorkerCtx {
         self.slot
     }
 
-    fn run_loop(&self) {
+    fn run_loop(&self) -> Exit {
         loop {
             if self.shared.is_shutdown() {
-                return;
+                return Exit::Shutdown;
             }
-            if self.compensator && self.should_retire() {
-                self.retire();
-                continue;
+            if self.compensator && self.should_retire() && self.retire() {
+                return Exit::Idle;
             }
             if let Some(t) = self.next_local() {
                 self.run_task(t);
@@ -383,11 +512,18 @@ impl WorkerCtx {
         }
     }
 
+    /// The last searcher's final look before sleeping. Finding nothing must not wake anyone:
+    /// a woken sleeper would do the same and wake us back, for ever.
     fn steal_anywhere_and_own(&self) -> Option<TaskRef> {
         self.searching.set(true);
         self.shared.idle.start_searching();
         let t = self.steal_anywhere();
-        self.stop_searching();
+        if t.is_some() {
+            self.stop_searching();
+        } else {
+            self.searching.set(false);
+            let _ = self.shared.idle.leave_searching_was_last();
+        }
         t
     }
 
@@ -452,11 +588,17 @@ impl WorkerCtx {
         }
         let shared = self.shared;
         let before = shared.active.fetch_sub(1, Ordering::SeqCst);
-        if !self.local.is_empty() || !shared.injector.is_empty() {
+        // Pairs with the fence in `Shared::push_remote`: either we see its task here, or it
+        // sees `active == 0` and compensates itself.
+        fence(Ordering::SeqCst);
+        let queued = shared.has_queued_work();
+        if queued {
             shared.notify_work(true);
         }
         if before <= shared.workers {
-            shared.compensate(before == 1);
+            // Past the bound only if nobody else is active and work is waiting: otherwise
+            // the blocked threads might wait for a task no thread is left to run.
+            shared.compensate(before == 1 && queued);
         }
         BlockingGuard { shared }
     }
@@ -465,13 +607,14 @@ impl WorkerCtx {
         self.shared.active.load(Ordering::Relaxed) > self.shared.workers
     }
 
-    /// A compensation thread steps back: park in the spare list until reactivated.
-    fn retire(&self) {
+    /// A compensation thread steps back: park in the spare list until reactivated. Returns
+    /// `true` if it stayed unused for `Builder::thread_keep_alive` and should exit.
+    fn retire(&self) -> bool {
         let shared = self.shared;
         let mut a = shared.active.load(Ordering::Relaxed);
         loop {
             if a <= shared.workers {
-                return;
+                return false;
             }
             match shared
                 .active
@@ -494,10 +637,24 @@ impl WorkerCtx {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(self.index);
+        let deadline = Instant::now() + shared.keep_alive;
         while self.slot().retired.load(Ordering::Acquire) && !shared.is_shutdown() {
+            let now = Instant::now();
+            if now >= deadline {
+                let mut spares = shared.spares.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(pos) = spares.iter().position(|&i| i == self.index) {
+                    spares.swap_remove(pos);
+                    return true;
+                }
+                // Someone took us off the list to reactivate us: wait for it.
+                drop(spares);
+                self.parker.park();
+                continue;
+            }
             bump(&self.slot().metrics.parks);
-            self.parker.park();
+            self.parker.park_timeout(deadline - now);
         }
+        false
     }
 
     /// Cancels whatever is left in this worker's queues (shutdown).
@@ -524,8 +681,8 @@ impl Drop for BlockingGuard {
 
 impl Shared {
     /// Brings one more thread into play for a worker that is blocking. `all_blocked`: no other
-    /// thread of the runtime is active, so the bound may be exceeded.
-    fn compensate(&'static self, all_blocked: bool) {
+    /// thread of the runtime is active and work is queued, so the bound may be exceeded.
+    pub(super) fn compensate(&'static self, all_blocked: bool) {
         if !all_blocked && self.idle.has_sleepers() {
             // An idle worker can take the work; it is woken when work appears.
             return;
@@ -539,8 +696,14 @@ impl Shared {
             self.counters.compensations.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let used = self.num_slots.load(Ordering::Acquire);
-        if used < self.workers + self.max_comp || all_blocked {
+        // Compensation threads alive (running, blocked or retired): slots in use by them.
+        let free = self
+            .free_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len();
+        let live = (self.num_slots.load(Ordering::Acquire) - self.workers).saturating_sub(free);
+        if live < self.max_comp || all_blocked {
             self.active.fetch_add(1, Ordering::SeqCst);
             match start_thread(self, true) {
                 Ok(_) => {

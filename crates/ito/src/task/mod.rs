@@ -259,10 +259,17 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
 
     unsafe fn cancel(h: NonNull<Header>) {
         let task = h.cast::<TaskCell<F, T>>();
-        // SAFETY: the runner: exclusive access; the body is dropped once.
-        unsafe { task.as_ref() }
-            .body
-            .with_mut(|p| unsafe { ManuallyDrop::drop(&mut *p) });
+        // A panicking destructor of a capture must not skip `finish` (the state would stay
+        // RUNNING and `destroy` would drop the body again).
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the runner: exclusive access; the body is dropped once, here.
+            unsafe { task.as_ref() }
+                .body
+                .with_mut(|p| unsafe { ManuallyDrop::drop(&mut *p) })
+        }));
+        if let Err(payload) = dropped {
+            crate::failure::drop_payload(payload);
+        }
         // SAFETY: the runner, once.
         unsafe { finish(task, Err(Failure::Cancelled)) };
     }
@@ -329,9 +336,12 @@ where
     fn drop_body(task: NonNull<TaskCell<G, G::Output>>) {
         // A panicking destructor must not take the worker down: the result stands.
         // SAFETY: called by the runner only, once, before `finish`.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
             task.as_ref().body.with_mut(|p| ManuallyDrop::drop(&mut *p))
         }));
+        if let Err(payload) = dropped {
+            crate::failure::drop_payload(payload);
+        }
     }
 
     unsafe fn cancel(h: NonNull<Header>) {

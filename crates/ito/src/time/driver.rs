@@ -43,6 +43,7 @@ fn nanos_since(origin: Instant, t: Instant) -> u64 {
 }
 
 fn run(d: &'static Driver) {
+    crate::future::notify::never_run_callbacks_here();
     let mut fired: Vec<Callback> = Vec::new();
     loop {
         let next = {

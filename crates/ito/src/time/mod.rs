@@ -2,8 +2,9 @@
 //!
 //! One timer thread per process drives a hierarchical timing wheel (`wheel.rs`). It sleeps
 //! exactly until the earliest deadline (not rounded up to a tick), fires what is due, and runs
-//! each entry's callback, which completes a promise or wakes a waker: a few instructions, so
-//! the timer thread never runs user code.
+//! each entry's callback, which completes a promise or wakes a waker. Callbacks registered by
+//! users on those promises are handed to a task (on the global runtime), so the timer thread
+//! never runs user code.
 
 mod driver;
 mod wheel;

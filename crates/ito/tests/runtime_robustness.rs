@@ -1,0 +1,249 @@
+//! Regression tests from the core review: panicking destructors and clones, callbacks that
+//! need the worker a waiter spins on, user code on the timer thread, shutdown with blocked
+//! workers, deferred notifications at shutdown, idle wake-up storms, and compensation threads
+//! that outlive their need.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use ito::{Failure, Promise, Runtime};
+
+/// Panics in `Drop` (but not while already unwinding).
+struct PanicOnDrop;
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("expected: drop panics");
+        }
+    }
+}
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+fn quiet() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let p = info.payload();
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned());
+            if !msg.is_some_and(|m| m.starts_with("expected:")) {
+                prev(info);
+            }
+        }));
+    });
+}
+
+#[test]
+fn a_panic_payload_that_panics_on_drop_fails_the_task_once() {
+    quiet();
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let c = Counted(drops.clone());
+    let f = rt.spawn_fn(move || -> u32 {
+        let _c = c;
+        std::panic::panic_any(PanicOnDrop)
+    });
+    let r = f
+        .wait_timeout(Duration::from_secs(5))
+        .expect("the task completed");
+    assert!(matches!(r, Err(Failure::Panic(_))), "{r:?}");
+    drop(f);
+    assert_eq!(
+        drops.load(SeqCst),
+        1,
+        "the closure's captures are dropped exactly once"
+    );
+    assert_eq!(
+        rt.spawn_fn(|| 1).wait_timeout(Duration::from_secs(5)),
+        Some(Ok(1))
+    );
+}
+
+#[test]
+fn a_panicking_output_destructor_does_not_kill_the_worker() {
+    quiet();
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    drop(rt.spawn_fn(|| {
+        std::thread::sleep(Duration::from_millis(20));
+        PanicOnDrop
+    }));
+    std::thread::sleep(Duration::from_millis(60));
+    assert_eq!(
+        rt.spawn_fn(|| 1).wait_timeout(Duration::from_secs(5)),
+        Some(Ok(1))
+    );
+}
+
+#[test]
+fn a_cancelled_task_with_a_panicking_capture_is_dropped_once() {
+    quiet();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let _busy = rt.spawn_fn(|| std::thread::sleep(Duration::from_millis(100)));
+    std::thread::sleep(Duration::from_millis(20));
+    let (c, p) = (Counted(drops.clone()), PanicOnDrop);
+    let x = rt.spawn_fn(move || {
+        let _keep = (&c, &p);
+    });
+    drop(rt); // cancels `x` while it is queued
+    assert_eq!(x.wait(), Err(Failure::Cancelled));
+    drop(x);
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+/// An `.await` that sees its future complete must not wait on a callback (user code) that
+/// itself needs this worker.
+#[test]
+fn a_completed_await_does_not_wait_for_callbacks() {
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime::builder().workers(1).build().unwrap()));
+    let p = Promise::<u32>::new();
+    let f = p.future();
+    let (tx, rx) = mpsc::channel();
+    f.on_complete(move |_| {
+        std::thread::sleep(Duration::from_millis(100));
+        let b = rt.spawn_fn(|| 5);
+        tx.send(b.wait_timeout(Duration::from_secs(5))).unwrap();
+    });
+    let f2 = f.clone();
+    let a = rt.spawn(async move { ito::timeout(Duration::from_millis(30), f2).await });
+    std::thread::sleep(Duration::from_millis(10));
+    std::thread::spawn(move || p.success(1).unwrap());
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Some(Ok(5))));
+    assert!(a.wait_timeout(Duration::from_secs(5)).is_some());
+}
+
+/// Callbacks on futures completed by timers run off the timer thread, so one that waits for
+/// another timer does not stall every timer.
+#[test]
+fn timer_callbacks_do_not_run_on_the_timer_thread() {
+    let f = ito::sleep(Duration::from_millis(5)).map(|_| {
+        let t = Instant::now();
+        let r = ito::sleep(Duration::from_millis(5)).wait_timeout(Duration::from_secs(5));
+        (r, t.elapsed())
+    });
+    let (inner, took) = f
+        .wait_timeout(Duration::from_secs(10))
+        .expect("completed")
+        .unwrap();
+    assert_eq!(inner, Some(Ok(())));
+    assert!(took < Duration::from_secs(2), "a 5 ms sleep took {took:?}");
+}
+
+/// Dropping a runtime whose worker is blocked on a promise that a queued task would complete.
+#[test]
+fn dropping_a_runtime_with_blocked_workers_returns() {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let p = Promise::<u32>::new();
+        let f = p.future();
+        let a = rt.spawn_fn(move || f.wait());
+        std::thread::sleep(Duration::from_millis(30));
+        let _z = rt.spawn_fn(|| std::thread::sleep(Duration::from_millis(200)));
+        std::thread::sleep(Duration::from_millis(30));
+        let _y = rt.spawn_fn(move || {
+            let _ = p.success(1);
+        });
+        drop(rt);
+        tx.send(a.wait()).unwrap();
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("Runtime::drop returned");
+    // Either the completer ran, or it was cancelled and broke the promise.
+    assert!(
+        matches!(r, Ok(Ok(1)) | Ok(Err(Failure::BrokenPromise))),
+        "{r:?}"
+    );
+}
+
+/// Callbacks deferred to a task (deep chains) still run if that task is cancelled.
+#[test]
+fn deferred_callbacks_survive_shutdown() {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let p = Promise::<u32>::new();
+    let mut f = p.future();
+    for _ in 0..100 {
+        f = f.map(|x| x + 1);
+    }
+    let _t = rt.spawn_fn(move || {
+        p.success(0).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    });
+    std::thread::sleep(Duration::from_millis(30));
+    drop(rt);
+    assert_eq!(f.wait_timeout(Duration::from_secs(5)), Some(Ok(100)));
+}
+
+#[test]
+fn a_panicking_clone_fails_a_combinator_instead_of_hanging_it() {
+    quiet();
+    #[derive(Debug)]
+    struct BadClone;
+    impl Clone for BadClone {
+        fn clone(&self) -> Self {
+            panic!("expected: clone")
+        }
+    }
+    let p = Promise::<u8>::new();
+    let inner = Promise::<BadClone>::new();
+    let innerf = inner.future();
+    let out = p.future().flat_map(move |_| innerf.clone());
+    p.success(1).unwrap();
+    let _ = inner.success(BadClone);
+    // `failure()` reads only the error side, so no clone of a `BadClone` is involved.
+    let r = out.failure().wait_timeout(Duration::from_secs(5));
+    assert_eq!(r, Some(Ok(Failure::Panic("expected: clone".into()))));
+}
+
+#[test]
+fn idle_workers_do_not_wake_each_other_for_ever() {
+    let rt = Runtime::builder().workers(4).build().unwrap();
+    rt.spawn_fn(|| ()).wait().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let a = rt.metrics().parks;
+    std::thread::sleep(Duration::from_millis(500));
+    let b = rt.metrics().parks;
+    assert!(b - a < 20, "{} parks during 0.5 s of idleness", b - a);
+}
+
+#[test]
+fn idle_compensation_threads_exit_after_the_keep_alive() {
+    let rt = Runtime::builder()
+        .workers(1)
+        .max_compensation(4)
+        .thread_keep_alive(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let fs: Vec<_> = (0..8)
+        .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(20)).wait()))
+        .collect();
+    for f in fs {
+        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
+    }
+    let peak = rt.metrics().peak_threads;
+    assert!(peak > 1, "some compensation happened: {peak}");
+    let t = Instant::now();
+    while rt.metrics().threads > 1 {
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", rt.metrics());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Slots are reused: another burst works and the runtime stays bounded.
+    let fs: Vec<_> = (0..8)
+        .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(20)).wait()))
+        .collect();
+    for f in fs {
+        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
+    }
+}

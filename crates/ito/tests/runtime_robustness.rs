@@ -247,3 +247,99 @@ fn idle_compensation_threads_exit_after_the_keep_alive() {
         assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
     }
 }
+
+/// A task woken while a worker drains its queues at shutdown is cancelled, not lost.
+#[test]
+fn a_task_woken_during_the_shutdown_drain_completes() {
+    for _ in 0..3 {
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let a = rt.spawn(async {
+            std::thread::sleep(Duration::from_millis(80)); // shutdown starts meanwhile
+            let b = ito::spawn_fn(|| 1u32); // onto this worker's deque
+            b.await // pending; the drain cancels `b`, which wakes us
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        assert!(a.wait_timeout(Duration::from_secs(5)).is_some(), "lost");
+    }
+}
+
+/// `thread_keep_alive(Duration::MAX)` means "never exit", not an overflow.
+#[test]
+fn an_unbounded_keep_alive_is_fine() {
+    static OVERFLOWS: AtomicUsize = AtomicUsize::new(0);
+    quiet();
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.to_string().contains("overflow") {
+            OVERFLOWS.fetch_add(1, SeqCst);
+        }
+        prev(info)
+    }));
+    let rt = Runtime::builder()
+        .workers(1)
+        .max_compensation(2)
+        .thread_keep_alive(Duration::MAX)
+        .build()
+        .unwrap();
+    let fs: Vec<_> = (0..6)
+        .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(10)).wait()))
+        .collect();
+    for f in fs {
+        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(OVERFLOWS.load(SeqCst), 0, "{:?}", rt.metrics());
+}
+
+/// Every thread blocked and no compensation allowed: a task pushed from outside still runs.
+#[test]
+fn an_outside_push_runs_while_every_thread_is_blocked() {
+    let rt = Runtime::builder()
+        .workers(1)
+        .max_compensation(0)
+        .build()
+        .unwrap();
+    let p = Promise::<u32>::new();
+    let f = p.future();
+    let a = rt.spawn_fn(move || f.wait());
+    std::thread::sleep(Duration::from_millis(30));
+    let _b = rt.spawn_fn(move || p.success(7).unwrap());
+    assert_eq!(a.wait_timeout(Duration::from_secs(5)), Some(Ok(Ok(7))));
+}
+
+/// Many outside pushes while every thread is blocked start one thread, not one each.
+#[test]
+fn outside_pushes_while_blocked_do_not_stampede() {
+    let rt: &'static Runtime = Box::leak(Box::new(
+        Runtime::builder()
+            .workers(1)
+            .max_compensation(0)
+            .build()
+            .unwrap(),
+    ));
+    let p = Promise::<u32>::new();
+    let f = p.future();
+    let a = rt.spawn_fn(move || f.wait());
+    std::thread::sleep(Duration::from_millis(30));
+    let gate = Arc::new(std::sync::Barrier::new(16));
+    let hs: Vec<_> = (0..16)
+        .map(|_| {
+            let g = gate.clone();
+            std::thread::spawn(move || {
+                g.wait();
+                rt.spawn_fn(|| std::thread::sleep(Duration::from_millis(20)))
+            })
+        })
+        .collect();
+    for h in hs {
+        assert_eq!(
+            h.join().unwrap().wait_timeout(Duration::from_secs(10)),
+            Some(Ok(()))
+        );
+    }
+    p.success(1).unwrap();
+    assert_eq!(a.wait_timeout(Duration::from_secs(5)), Some(Ok(Ok(1))));
+    let peak = rt.metrics().peak_threads;
+    assert!(peak <= 3, "peak {peak} threads for a 1-worker runtime");
+}

@@ -93,18 +93,27 @@ impl Registration {
             let v = inner.get().expect("push refused only when complete");
             return Poll::Ready(v.clone());
         }
+        // Re-polled while registered: keep the stored waker if it still wakes this task; else
+        // clone the new one *before* locking and drop the old one *after*: a foreign waker's
+        // clone or drop is user code and may reach this very cell.
+        let same = match inner.header.lock() {
+            Locked::Held(_guard) => {
+                // SAFETY: registered and locked: the completer can't have taken the node.
+                this.node
+                    .waker
+                    .with(|p| unsafe { (*p).as_ref().is_some_and(|w| w.will_wake(cx.waker())) })
+            }
+            Locked::Complete => false,
+        };
+        if same {
+            return Poll::Pending;
+        }
+        let new = cx.waker().clone();
         match inner.header.lock() {
             Locked::Held(guard) => {
-                // SAFETY: the node is registered and we hold the list lock: the completer can't
-                // have taken it.
-                let old = this.node.waker.with_mut(|p| unsafe {
-                    match &mut *p {
-                        Some(w) if w.will_wake(cx.waker()) => None,
-                        slot => slot.replace(cx.waker().clone()),
-                    }
-                });
+                // SAFETY: as above.
+                let old = this.node.waker.with_mut(|p| unsafe { (*p).replace(new) });
                 drop(guard);
-                // Dropped after unlocking: a waker's drop may reach this very cell.
                 drop(old);
                 Poll::Pending
             }

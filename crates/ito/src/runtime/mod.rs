@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     /// Compensation slots whose threads exited, ready for new threads.
     free_slots: Mutex<Vec<worker::FreeSlot>>,
     shutdown: AtomicBool,
+    /// Set while an outside push starts a thread for a runtime whose threads are all blocked.
+    emergency: AtomicBool,
     stack_size: usize,
     /// How long a retired compensation thread stays parked before it exits.
     keep_alive: std::time::Duration,
@@ -196,6 +198,7 @@ impl Builder {
             spares: Mutex::new(Vec::new()),
             free_slots: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
+            emergency: AtomicBool::new(false),
             stack_size: self.stack_size,
             keep_alive: self.keep_alive,
             name: self.thread_name,
@@ -388,6 +391,9 @@ impl Shared {
         // queued (which completes or breaks the futures they wait for) until all have left.
         loop {
             self.cancel_queued();
+            if let Some(ctx) = worker::current_for(self) {
+                ctx.cancel_lifo();
+            }
             for slot in self.slots.iter().filter_map(OnceLock::get) {
                 slot.unpark();
             }
@@ -467,7 +473,7 @@ impl Shared {
     }
 
     /// Queues a task from a thread that is not one of ours.
-    fn push_remote(&'static self, task: TaskRef) {
+    pub(super) fn push_remote(&'static self, task: TaskRef) {
         if self.is_shutdown() {
             task.cancel();
             return;
@@ -477,9 +483,13 @@ impl Shared {
         if self.is_shutdown() {
             // Raced with shutdown's last sweep: nobody will run it.
             self.cancel_queued();
-        } else if self.active.load(Ordering::SeqCst) == 0 {
-            // Every thread is blocked (and saw no work when it blocked): start one.
+        } else if self.active.load(Ordering::SeqCst) == 0
+            && !self.emergency.swap(true, Ordering::SeqCst)
+        {
+            // Every thread is blocked (and saw no work when it blocked): start one. The flag
+            // keeps concurrent pushers from each starting a thread.
             self.compensate(true);
+            self.emergency.store(false, Ordering::SeqCst);
         }
     }
 }

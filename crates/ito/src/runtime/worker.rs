@@ -316,18 +316,16 @@ fn worker_main(
     };
     match exit {
         Exit::Shutdown => {
-            ctx.drain();
             drop(reset);
+            ctx.drain();
         }
         Exit::Idle => {
-            // Whatever is left in the deque goes where others will find it.
-            while let Some(t) = ctx.local.pop() {
-                shared.injector.push(t);
-            }
-            if !shared.injector.is_empty() {
-                shared.notify_work(true);
-            }
             drop(reset);
+            // Whatever is left in the deque goes where others will find it; `push_remote`
+            // fences and starts a thread if every other one is blocked meanwhile.
+            while let Some(t) = ctx.local.pop() {
+                shared.push_remote(t);
+            }
             let WorkerCtx { local, parker, .. } = ctx;
             shared
                 .free_slots
@@ -637,10 +635,10 @@ impl WorkerCtx {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(self.index);
-        let deadline = Instant::now() + shared.keep_alive;
+        let deadline = Instant::now().checked_add(shared.keep_alive);
         while self.slot().retired.load(Ordering::Acquire) && !shared.is_shutdown() {
             let now = Instant::now();
-            if now >= deadline {
+            if deadline.is_some_and(|d| now >= d) {
                 let mut spares = shared.spares.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(pos) = spares.iter().position(|&i| i == self.index) {
                     spares.swap_remove(pos);
@@ -652,9 +650,20 @@ impl WorkerCtx {
                 continue;
             }
             bump(&self.slot().metrics.parks);
-            self.parker.park_timeout(deadline - now);
+            match deadline {
+                Some(d) => self.parker.park_timeout(d - now),
+                None => self.parker.park(),
+            }
         }
         false
+    }
+
+    /// Cancels the task in the LIFO slot, which no other thread can see (shutdown called from
+    /// this worker).
+    pub(super) fn cancel_lifo(&self) {
+        if let Some(t) = self.lifo.take() {
+            t.cancel();
+        }
     }
 
     /// Cancels whatever is left in this worker's queues (shutdown).

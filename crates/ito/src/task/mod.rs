@@ -177,9 +177,15 @@ unsafe fn destroy<B, T>(cell: NonNull<CellHeader>) {
     // SAFETY: the last reference: exclusive access to the allocation made by `Box::new`.
     let mut b = unsafe { Box::from_raw(task.as_ptr()) };
     if !b.header.state.is_complete() {
-        // The body was never finished: drop it here.
-        // SAFETY: exclusive access; the body is still present (not COMPLETE).
-        b.body.with_mut(|p| unsafe { ManuallyDrop::drop(&mut *p) });
+        // The body was never finished: drop it here, containing a panicking destructor so the
+        // waiters below are still discarded (their derived futures break instead of hanging).
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: exclusive access; the body is still present (not COMPLETE).
+            b.body.with_mut(|p| unsafe { ManuallyDrop::drop(&mut *p) })
+        }));
+        if let Err(payload) = dropped {
+            crate::failure::drop_payload(payload);
+        }
     }
     // SAFETY: exclusive access.
     unsafe { b.inner.drop_contents() };

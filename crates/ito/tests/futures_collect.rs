@@ -485,3 +485,22 @@ fn fold_panicking_op_fails() {
     let f = fold(fs, 0, |_, _| -> i32 { panic!("expected: fold") });
     assert_eq!(get(&f), Err(Failure::Panic("expected: fold".into())));
 }
+
+/// `f` completing an earlier input's promise runs that input's callback inside `f`: the
+/// traversal must not hold its own lock around user code.
+#[test]
+fn traverse_bounded_closure_may_complete_earlier_inputs() {
+    let promises: Vec<Promise<u32>> = (0..10).map(|_| Promise::new()).collect();
+    let last = promises[9].clone();
+    let futures: Vec<Future<u32>> = promises.iter().map(|p| p.future()).collect();
+    let promises = Arc::new(Mutex::new(promises));
+    let out = traverse_bounded(0..10usize, 3, move |i| {
+        if i > 0 {
+            let _ = promises.lock().unwrap()[i - 1].try_success(i as u32 - 1);
+        }
+        futures[i].clone()
+    });
+    assert!(!out.is_completed());
+    last.success(9).unwrap();
+    assert_eq!(get(&out), Ok((0..10).collect::<Vec<u32>>()));
+}

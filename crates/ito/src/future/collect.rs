@@ -1,6 +1,7 @@
 //! Functions over collections of futures: Scala's `Future.sequence`, `traverse`,
 //! `firstCompletedOf`, `find`-like `first_success_of`, and `foldLeft`.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use super::{Future, Promise};
@@ -96,9 +97,6 @@ where
     let out = p.future();
     let state = Arc::new(Bounded {
         inner: Mutex::new(BoundedInner {
-            inputs: inputs.into_iter(),
-            f,
-            limit: limit.max(1),
             next: 0,
             results: Vec::new(),
             in_flight: 0,
@@ -107,6 +105,8 @@ where
             pumping: false,
             repump: false,
         }),
+        source: Mutex::new((inputs.into_iter(), f)),
+        limit: limit.max(1),
         p,
     });
     Bounded::pump(&state);
@@ -114,14 +114,16 @@ where
 }
 
 struct Bounded<I, F, B> {
-    inner: Mutex<BoundedInner<I, F, B>>,
+    inner: Mutex<BoundedInner<B>>,
+    /// The inputs and the user's closure. Locked only by the one thread pumping (see
+    /// `pumping`), and never together with `inner`: user code (the iterator, `f`, a value's
+    /// `clone`) never runs under `inner`, so whatever it completes can re-enter safely.
+    source: Mutex<(I, F)>,
+    limit: usize,
     p: Promise<Vec<B>>,
 }
 
-struct BoundedInner<I, F, B> {
-    inputs: I,
-    f: F,
-    limit: usize,
+struct BoundedInner<B> {
     next: usize,
     results: Vec<Option<B>>,
     in_flight: usize,
@@ -140,7 +142,7 @@ where
     I: Iterator<Item = A> + Send + 'static,
     F: FnMut(A) -> Future<B> + Send + 'static,
 {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BoundedInner<I, F, B>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BoundedInner<B>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -155,52 +157,65 @@ where
             g.pumping = true;
         }
         loop {
-            let started = {
+            let want = {
                 let mut g = this.lock();
                 g.repump = false;
-                if g.done || g.exhausted || g.in_flight >= g.limit {
-                    None
-                } else if let Some(a) = g.inputs.next() {
-                    let i = g.next;
-                    g.next += 1;
-                    g.results.push(None);
-                    g.in_flight += 1;
-                    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (g.f)(a)));
-                    Some((i, made))
-                } else {
-                    g.exhausted = true;
-                    None
-                }
+                !(g.done || g.exhausted || g.in_flight >= this.limit)
             };
-            match started {
-                Some((i, Ok(fut))) => {
+            // User code, outside `inner`: the next input, and `f` of it.
+            let made = if want {
+                let mut src = this.source.lock().unwrap_or_else(|e| e.into_inner());
+                let (inputs, f) = &mut *src;
+                catch_unwind(AssertUnwindSafe(|| inputs.next().map(f)))
+            } else {
+                Ok(None)
+            };
+            match made {
+                Ok(Some(fut)) => {
+                    let i = {
+                        let mut g = this.lock();
+                        let i = g.next;
+                        g.next += 1;
+                        g.results.push(None);
+                        g.in_flight += 1;
+                        i
+                    };
                     let st = this.clone();
                     fut.inner().on_complete_raw(move |r| {
-                        let failed = {
-                            let mut g = st.lock();
-                            g.in_flight -= 1;
-                            match r {
-                                Ok(v) => {
-                                    g.results[i] = Some(v.clone());
-                                    false
-                                }
-                                Err(_) => {
-                                    g.done = true;
-                                    true
+                        match r {
+                            Ok(v) => {
+                                let v = catch_unwind(AssertUnwindSafe(|| v.clone()));
+                                let mut g = st.lock();
+                                g.in_flight -= 1;
+                                match v {
+                                    Ok(v) => g.results[i] = Some(v),
+                                    Err(panic) => {
+                                        g.done = true;
+                                        drop(g);
+                                        st.p.try_failure(Failure::from_panic(panic));
+                                    }
                                 }
                             }
-                        };
-                        if let (true, Err(e)) = (failed, r) {
-                            st.p.try_failure(e.clone());
+                            Err(e) => {
+                                {
+                                    let mut g = st.lock();
+                                    g.in_flight -= 1;
+                                    g.done = true;
+                                }
+                                st.p.try_failure(e.clone());
+                            }
                         }
                         Bounded::pump(&st);
                     });
                 }
-                Some((_, Err(panic))) => {
+                Ok(None) if want => {
+                    this.lock().exhausted = true;
+                }
+                Err(panic) => {
                     this.lock().done = true;
                     this.p.try_failure(Failure::from_panic(panic));
                 }
-                None => {
+                Ok(None) => {
                     let mut g = this.lock();
                     if g.repump {
                         continue;

@@ -343,3 +343,28 @@ fn outside_pushes_while_blocked_do_not_stampede() {
     let peak = rt.metrics().peak_threads;
     assert!(peak <= 3, "peak {peak} threads for a 1-worker runtime");
 }
+
+/// After shutdown, breaking the head of a long chain of idle tasks (each awaiting the previous
+/// one) cancels the whole chain iteratively, without overflowing the stack.
+#[test]
+fn cancelling_a_long_chain_after_shutdown_does_not_overflow() {
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let head = Promise::<u32>::new();
+    let mut prev = head.future();
+    let mut last = None;
+    for _ in 0..50_000 {
+        let f = prev.clone();
+        // A failure upstream (the broken head) becomes a panic here, i.e. a failure too.
+        let t = rt.spawn(async move { f.await.expect("upstream") + 1 });
+        prev = t.clone();
+        last = Some(t);
+    }
+    let last = last.unwrap();
+    std::thread::sleep(Duration::from_millis(200)); // every task polled once, now idle
+    drop(rt);
+    drop(head); // wakes the first task, after shutdown: each is cancelled in turn
+    let r = last
+        .wait_timeout(Duration::from_secs(10))
+        .expect("the chain ended");
+    assert!(r.is_err(), "{r:?}");
+}

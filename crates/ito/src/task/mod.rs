@@ -126,7 +126,43 @@ impl TaskRef {
     }
 
     /// Cancels the task if this entry wins it (runtime shutdown); drops the entry.
+    ///
+    /// Cancelling completes the task's future, which can wake another task that is cancelled
+    /// in turn (a chain of tasks each awaiting the next). Nested cancellations on one thread
+    /// are queued and run by the outermost call, so a long chain cannot overflow the stack.
     pub(crate) fn cancel(self) {
+        thread_local! {
+            static PENDING: std::cell::RefCell<Option<Vec<TaskRef>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let mut me = Some(self);
+        PENDING.with(|p| {
+            let mut slot = p.borrow_mut();
+            match &mut *slot {
+                Some(queue) => queue.extend(me.take()),
+                None => *slot = Some(Vec::new()),
+            }
+        });
+        let Some(first) = me else {
+            return; // queued for the outermost call on this thread
+        };
+        /// Ends the outermost call even if something unwinds (cancellation contains panics,
+        /// so this is belt and braces).
+        struct Outermost;
+        impl Drop for Outermost {
+            fn drop(&mut self) {
+                PENDING.with(|p| *p.borrow_mut() = None);
+            }
+        }
+        let _outermost = Outermost;
+        let mut next = Some(first);
+        while let Some(t) = next {
+            t.cancel_now();
+            next = PENDING.with(|p| p.borrow_mut().as_mut().and_then(Vec::pop));
+        }
+    }
+
+    fn cancel_now(self) {
         // SAFETY: the entry holds a reference.
         let h = unsafe { self.0.as_ref() };
         if h.state.transition_to_running() {

@@ -108,8 +108,30 @@ struct SpawnCostArgs {
     timeout_s: f64,
 }
 
+/// Parses the command line; a bad argument is one line on stderr and exit code 2.
+fn parse_cli() -> Result<Cli, ExitCode> {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            Err(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("ito-bench: {}", first.trim_start_matches("error: "));
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    match cli.command {
         Cmd::Fib(args) => fib_command(&args),
         Cmd::SpawnCost(args) => spawn_cost_command(&args),
     }

@@ -368,3 +368,78 @@ fn cancelling_a_long_chain_after_shutdown_does_not_overflow() {
         .expect("the chain ended");
     assert!(r.is_err(), "{r:?}");
 }
+
+/// A runtime dropped inside a cancellation (a cancelled task owned it) must still cancel its
+/// own queued work right away, or its blocked workers never leave.
+#[test]
+fn a_shutdown_nested_in_a_cancellation_completes() {
+    let r2 = Runtime::builder()
+        .workers(2)
+        .max_compensation(0)
+        .build()
+        .unwrap();
+    let _busy = r2.spawn_fn(|| std::thread::sleep(Duration::from_millis(600)));
+    let pz = Promise::<u32>::new();
+    let pf = pz.future();
+    let _y = r2.spawn_fn(move || pf.wait().is_err()); // blocks the other worker
+    std::thread::sleep(Duration::from_millis(50));
+    let _z = r2.spawn_fn(move || drop(pz)); // queued: nobody is free to run it
+    std::thread::sleep(Duration::from_millis(30));
+    let r1 = Runtime::builder().workers(1).build().unwrap();
+    let pa = Promise::<u32>::new();
+    let fa = pa.future();
+    let _a = r1.spawn(async move {
+        let _owns = r2;
+        let _ = fa.await;
+    });
+    std::thread::sleep(Duration::from_millis(50)); // `_a` is parked
+    drop(r1);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        drop(pa); // wakes `_a` after shutdown: cancelled, its body drops r2
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("a shutdown inside a cancellation hung");
+}
+
+/// A promise dropped by a thread-local destructor (after ito's own thread-locals are gone)
+/// wakes a task of a runtime that shut down: it is still cancelled. Runs in a child process,
+/// since the failure mode is a panic during thread exit.
+#[test]
+fn a_cancellation_from_a_thread_local_destructor() {
+    const CHILD: &str = "ITO_TEST_TLS_CHILD";
+    if std::env::var(CHILD).is_err() {
+        let st = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_cancellation_from_a_thread_local_destructor",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .status()
+            .unwrap();
+        assert!(st.success(), "child failed: {st:?}");
+        return;
+    }
+    thread_local! {
+        static HOLD: std::cell::RefCell<Option<Promise<u32>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let p1 = Promise::<u32>::new();
+    let p2 = Promise::<u32>::new();
+    let (f1, f2) = (p1.future(), p2.future());
+    let a = rt.spawn(async move { f1.await });
+    let b = rt.spawn(async move { f2.await });
+    std::thread::sleep(Duration::from_millis(50));
+    drop(rt);
+    std::thread::spawn(move || {
+        HOLD.with(|h| *h.borrow_mut() = Some(p1)); // registered before ito's thread-locals
+        drop(p2); // a cancellation on this thread
+    })
+    .join()
+    .unwrap();
+    assert!(a.wait_timeout(Duration::from_secs(5)).is_some());
+    assert!(b.wait_timeout(Duration::from_secs(5)).is_some());
+}

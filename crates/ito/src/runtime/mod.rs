@@ -419,6 +419,7 @@ impl Shared {
 
     /// Cancels every queued task: the injector's and every deque's.
     fn cancel_queued(&self) {
+        task::run_pending_cancels();
         while let Some(t) = worker::steal_retrying(&self.injector) {
             t.cancel();
         }
@@ -483,13 +484,19 @@ impl Shared {
         if self.is_shutdown() {
             // Raced with shutdown's last sweep: nobody will run it.
             self.cancel_queued();
-        } else if self.active.load(Ordering::SeqCst) == 0
-            && !self.emergency.swap(true, Ordering::SeqCst)
-        {
-            // Every thread is blocked (and saw no work when it blocked): start one. The flag
-            // keeps concurrent pushers from each starting a thread.
-            self.compensate(true);
-            self.emergency.store(false, Ordering::SeqCst);
+        } else {
+            // Every thread blocked (having seen no work when it blocked)? Start one. The flag
+            // keeps concurrent pushers from each starting a thread; a pusher that finds it
+            // set relies on the holder re-checking after clearing it.
+            while self.active.load(Ordering::SeqCst) == 0
+                && !self.emergency.swap(true, Ordering::SeqCst)
+            {
+                self.compensate(true);
+                self.emergency.store(false, Ordering::SeqCst);
+                if !self.has_queued_work() {
+                    break;
+                }
+            }
         }
     }
 }

@@ -98,6 +98,8 @@ fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCt
     if !unsafe { header.push(ptr) } {
         return;
     }
+    // A cancellation queued on this thread may be what completes the future.
+    crate::task::run_pending_cancels();
     let _blocked = ctx.map(WorkerCtx::enter_blocking);
     loop {
         if node.done.load(Ordering::Acquire) {

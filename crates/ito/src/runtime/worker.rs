@@ -502,7 +502,20 @@ impl WorkerCtx {
         }
         while shared.idle.is_sleeping(self.index) && !shared.is_shutdown() {
             bump(&self.slot().metrics.parks);
-            self.parker.park();
+            if !self.compensator {
+                self.parker.park();
+                continue;
+            }
+            // A compensation thread must notice when it is no longer needed (it retires and
+            // later exits only from the loop), so its idle sleep is bounded.
+            self.parker
+                .park_timeout(shared.keep_alive.min(std::time::Duration::from_secs(1)));
+            if shared.idle.is_sleeping(self.index)
+                && self.should_retire()
+                && shared.idle.unregister_sleeper(self.index)
+            {
+                return;
+            }
         }
         // Woken by a notifier, which counted us as searching.
         if !shared.is_shutdown() {

@@ -128,37 +128,39 @@ impl TaskRef {
     /// Cancels the task if this entry wins it (runtime shutdown); drops the entry.
     ///
     /// Cancelling completes the task's future, which can wake another task that is cancelled
-    /// in turn (a chain of tasks each awaiting the next). Nested cancellations on one thread
-    /// are queued and run by the outermost call, so a long chain cannot overflow the stack.
+    /// in turn (a chain of tasks each awaiting the next). Nested cancellations run inline up to
+    /// [`MAX_CANCEL_DEPTH`]; deeper ones are queued on this thread and run when the outermost
+    /// call returns (or by [`run_pending_cancels`]), so a long chain cannot overflow the stack.
     pub(crate) fn cancel(self) {
-        thread_local! {
-            static PENDING: std::cell::RefCell<Option<Vec<TaskRef>>> =
-                const { std::cell::RefCell::new(None) };
-        }
         let mut me = Some(self);
-        PENDING.with(|p| {
-            let mut slot = p.borrow_mut();
-            match &mut *slot {
-                Some(queue) => queue.extend(me.take()),
-                None => *slot = Some(Vec::new()),
+        let inline = CANCELS.try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.depth >= MAX_CANCEL_DEPTH {
+                c.queue.extend(me.take());
+                false
+            } else {
+                c.depth += 1;
+                true
             }
         });
-        let Some(first) = me else {
-            return; // queued for the outermost call on this thread
-        };
-        /// Ends the outermost call even if something unwinds (cancellation contains panics,
-        /// so this is belt and braces).
-        struct Outermost;
-        impl Drop for Outermost {
+        let Some(task) = me else { return }; // queued for the outermost call
+        if inline.is_err() {
+            // This thread's locals are being destroyed: no queue, cancel right here.
+            task.cancel_now();
+            return;
+        }
+        /// Leaves this nesting level however `cancel_now` returns.
+        struct Level;
+        impl Drop for Level {
             fn drop(&mut self) {
-                PENDING.with(|p| *p.borrow_mut() = None);
+                let _ = CANCELS.try_with(|c| c.borrow_mut().depth -= 1);
             }
         }
-        let _outermost = Outermost;
-        let mut next = Some(first);
-        while let Some(t) = next {
-            t.cancel_now();
-            next = PENDING.with(|p| p.borrow_mut().as_mut().and_then(Vec::pop));
+        let level = Level;
+        task.cancel_now();
+        drop(level);
+        if CANCELS.try_with(|c| c.borrow().depth == 0).unwrap_or(false) {
+            run_pending_cancels();
         }
     }
 
@@ -197,6 +199,32 @@ impl Drop for TaskRef {
     fn drop(&mut self) {
         // SAFETY: the entry owns one reference.
         unsafe { Header::dec_ref(self.0) };
+    }
+}
+
+/// Nested cancellations run inline on one thread before the rest are queued.
+const MAX_CANCEL_DEPTH: u32 = 32;
+
+/// This thread's cancellation nesting depth, and what is queued beyond it.
+struct Cancels {
+    depth: u32,
+    queue: Vec<TaskRef>,
+}
+
+thread_local! {
+    static CANCELS: std::cell::RefCell<Cancels> =
+        const { std::cell::RefCell::new(Cancels { depth: 0, queue: Vec::new() }) };
+}
+
+/// Runs the cancellations queued on this thread (see [`TaskRef::cancel`]). Shutdown calls it,
+/// and so does a thread about to park: a task it waits for may be sitting in this queue.
+pub(crate) fn run_pending_cancels() {
+    while let Some(t) = CANCELS
+        .try_with(|c| c.borrow_mut().queue.pop())
+        .ok()
+        .flatten()
+    {
+        t.cancel();
     }
 }
 

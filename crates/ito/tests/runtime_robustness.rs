@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use ito::{Failure, Promise, Runtime};
 
+mod common;
+use common::quiet_expected_panics as quiet;
+
 /// Panics in `Drop` (but not while already unwinding).
 struct PanicOnDrop;
 impl Drop for PanicOnDrop {
@@ -25,23 +28,6 @@ impl Drop for Counted {
     fn drop(&mut self) {
         self.0.fetch_add(1, SeqCst);
     }
-}
-
-fn quiet() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let p = info.payload();
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned());
-            if !msg.is_some_and(|m| m.starts_with("expected:")) {
-                prev(info);
-            }
-        }));
-    });
 }
 
 #[test]

@@ -251,15 +251,7 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
         Err(e) => {
             shared.counters.thread_stopped();
             if let Some((local, parker)) = back.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                shared
-                    .free_slots
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(FreeSlot {
-                        index,
-                        local,
-                        parker,
-                    });
+                shared.free_slot(index, local, parker);
             }
             Err(e)
         }
@@ -327,15 +319,7 @@ fn worker_main(
                 shared.push_remote(t);
             }
             let WorkerCtx { local, parker, .. } = ctx;
-            shared
-                .free_slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(FreeSlot {
-                    index,
-                    local,
-                    parker,
-                });
+            shared.free_slot(index, local, parker);
         }
     }
     shared.counters.thread_stopped();
@@ -702,6 +686,18 @@ impl Drop for BlockingGuard {
 }
 
 impl Shared {
+    /// Hands a compensation slot's deque and parker to the next compensation thread.
+    fn free_slot(&self, index: usize, local: Worker<TaskRef>, parker: Parker) {
+        self.free_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(FreeSlot {
+                index,
+                local,
+                parker,
+            });
+    }
+
     /// Brings one more thread into play for a worker that is blocking. `all_blocked`: no other
     /// thread of the runtime is active and work is queued, so the bound may be exceeded.
     pub(super) fn compensate(&'static self, all_blocked: bool) {

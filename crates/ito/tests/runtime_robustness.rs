@@ -429,3 +429,26 @@ fn a_cancellation_from_a_thread_local_destructor() {
     assert!(a.wait_timeout(Duration::from_secs(5)).is_some());
     assert!(b.wait_timeout(Duration::from_secs(5)).is_some());
 }
+
+/// A zero keep-alive: compensation threads exit as soon as they are not needed, and an idle
+/// one that is still needed does not spin.
+#[test]
+fn a_zero_keep_alive_works() {
+    let rt = Runtime::builder()
+        .workers(1)
+        .max_compensation(2)
+        .thread_keep_alive(Duration::ZERO)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let fs: Vec<_> = (0..4)
+            .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(10)).wait()))
+            .collect();
+        for f in fs {
+            assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
+        }
+    }
+    let parks = rt.metrics().parks;
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(rt.metrics().parks - parks < 100, "{:?}", rt.metrics());
+}

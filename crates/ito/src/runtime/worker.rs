@@ -492,8 +492,11 @@ impl WorkerCtx {
             }
             // A compensation thread must notice when it is no longer needed (it retires and
             // later exits only from the loop), so its idle sleep is bounded.
-            self.parker
-                .park_timeout(shared.keep_alive.min(std::time::Duration::from_secs(1)));
+            let recheck = shared.keep_alive.clamp(
+                std::time::Duration::from_millis(10),
+                std::time::Duration::from_secs(1),
+            );
+            self.parker.park_timeout(recheck);
             if shared.idle.is_sleeping(self.index)
                 && self.should_retire()
                 && shared.idle.unregister_sleeper(self.index)

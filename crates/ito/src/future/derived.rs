@@ -327,19 +327,41 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
     }
 }
 
+/// One side's node was called: find the `Zip`, read that side's source (an `Inner<V>`) and
+/// arrive with it.
+///
+/// # Safety
+/// `node` is the field at offset `off` of a live `Zip<T, U, R, F>`, called once; `src` is that
+/// side's source cell; `slot` writes only that side's slot.
+#[inline]
+unsafe fn zip_side<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R, V: Clone>(
+    node: NonNull<Waiter>,
+    src: NonNull<CellHeader>,
+    action: Action,
+    off: usize,
+    slot: impl FnOnce(&Zip<T, U, R, F>, V),
+) {
+    // SAFETY: per the caller, the node lives at `off` in a live `Zip`.
+    let z = unsafe { container::<Zip<T, U, R, F>>(node, off) };
+    // SAFETY: notified means the source (an `Inner<V>`) is complete.
+    let r = (action == Action::Notify)
+        .then(|| unsafe { src.cast::<Inner<V>>().as_ref().value_unchecked() });
+    // SAFETY: this side's one call, holding its reference on `out`.
+    unsafe { Zip::arrive(z, r, slot) };
+}
+
 unsafe fn call_zip_a<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
     node: NonNull<Waiter>,
     src: NonNull<CellHeader>,
     action: Action,
 ) {
     let off = std::mem::offset_of!(Zip<T, U, R, F>, node_a);
-    // SAFETY: the node is `Zip::node_a` of a live `Zip`.
-    let z = unsafe { container::<Zip<T, U, R, F>>(node, off) };
-    // SAFETY: notified means the source (an `Inner<T>`) is complete.
-    let r = (action == Action::Notify)
-        .then(|| unsafe { src.cast::<Inner<T>>().as_ref().value_unchecked() });
-    // SAFETY: node_a's one call; slot `a` is written only here.
-    unsafe { Zip::arrive(z, r, |z, v| z.a.with_mut(|p| *p = Some(v))) };
+    // SAFETY: this is `Zip::node_a`, registered on source `a`; slot `a` is written only here.
+    unsafe {
+        zip_side::<T, U, R, F, T>(node, src, action, off, |z, v| {
+            z.a.with_mut(|p| *p = Some(v))
+        })
+    };
 }
 
 unsafe fn call_zip_b<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
@@ -348,13 +370,12 @@ unsafe fn call_zip_b<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
     action: Action,
 ) {
     let off = std::mem::offset_of!(Zip<T, U, R, F>, node_b);
-    // SAFETY: the node is `Zip::node_b` of a live `Zip`.
-    let z = unsafe { container::<Zip<T, U, R, F>>(node, off) };
-    // SAFETY: notified means the source (an `Inner<U>`) is complete.
-    let r = (action == Action::Notify)
-        .then(|| unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() });
-    // SAFETY: node_b's one call; slot `b` is written only here.
-    unsafe { Zip::arrive(z, r, |z, v| z.b.with_mut(|p| *p = Some(v))) };
+    // SAFETY: this is `Zip::node_b`, registered on source `b`; slot `b` is written only here.
+    unsafe {
+        zip_side::<T, U, R, F, U>(node, src, action, off, |z, v| {
+            z.b.with_mut(|p| *p = Some(v))
+        })
+    };
 }
 
 /// A future of `f(a, b)` once both succeed; the first failure otherwise.

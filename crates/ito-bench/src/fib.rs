@@ -41,7 +41,7 @@ pub(crate) enum Style {
     Wait,
     /// `async` task that `.await`s its children.
     Async,
-    /// Fork-join (`rayon::join`; `ito::join` later).
+    /// Fork-join (`ito::join`, `rayon::join`).
     Join,
 }
 
@@ -62,7 +62,6 @@ pub(crate) fn effective_style(imp: Impl, style: Style) -> Result<&'static str, S
     match (imp, style) {
         (Impl::Seq, _) => Ok("seq"),
         (Impl::Rayon, _) => Ok("join"),
-        (Impl::Ito, Style::Join) => Err("style join needs ito::join (not built yet)".into()),
         (Impl::Tokio, Style::Flat | Style::Join) => Err(format!(
             "style {} is not applicable to impl tokio (use wait or async)",
             style.name()
@@ -287,6 +286,15 @@ mod with_ito {
         ito::spawn(async_body(n, c))
     }
 
+    /// `join` style: fork with `ito::join` (no tasks; the tree counts as joins).
+    fn join_fib(n: u64, c: u64) -> u64 {
+        if n < c {
+            return sfib(n);
+        }
+        let (a, b) = ito::join(|| join_fib(n - 1, c), || join_fib(n - 2, c));
+        a + b
+    }
+
     /// Computes fib(`n`) on `rt` in `style`, timing it and counting spawned tasks. The root
     /// task is spawned on `rt` from this (non-worker) thread, which blocks on its value.
     pub(super) fn run(rt: &Runtime, style: Style, n: u64, c: u64) -> Result<Outcome, String> {
@@ -297,10 +305,13 @@ mod with_ito {
             Style::Flat if n < c => rt.spawn_fn(move || sfib(n)).wait(),
             Style::Flat => rt.spawn_fn(move || flat_body(n, c)).flatten().wait(),
             Style::Async => rt.spawn(async_body(n, c)).wait(),
-            Style::Join => return Err("style join needs ito::join (not built yet)".into()),
+            Style::Join => Ok(rt.install(move || join_fib(n, c))),
         };
         let seconds = start.elapsed().as_secs_f64();
-        let tasks = rt.metrics().spawned - spawned;
+        let tasks = match style {
+            Style::Join => super::task_count(n, c),
+            _ => rt.metrics().spawned - spawned,
+        };
         let result = result.map_err(|e| format!("root task failed: {e:?}"))?;
         Ok(Outcome {
             result,

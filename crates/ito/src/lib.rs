@@ -81,6 +81,7 @@
 
 mod failure;
 pub mod future;
+mod join;
 mod loom;
 mod runtime;
 mod task;
@@ -96,6 +97,7 @@ struct ReadmeDoctests;
 
 pub use failure::Failure;
 pub use future::{Future, Promise};
+pub use join::{join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};
 pub use time::{Timeout, sleep, sleep_until, timeout};
 

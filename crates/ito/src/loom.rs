@@ -2,19 +2,28 @@
 //!
 //! Under `RUSTFLAGS="--cfg loom"` these are [loom](https://docs.rs/loom)'s model-checked
 //! versions; otherwise the `std` ones. The completion cell (`future::cell`), the task state
-//! word (`task::state`) and the idle-worker protocol (`runtime::idle`) use only what is
-//! exported here, so their loom models in `src/tests/loom_*.rs` exercise the real code. The
+//! word (`task::state`), the idle-worker protocol (`runtime::idle`) and fork-join's shelf and
+//! latch (`join::shelf`, `join::job`) use only what is exported here, so their loom models in
+//! `src/tests/loom_*.rs` exercise the real code. The
 //! rest of the worker loop (crossbeam-deque, OS threads, parking) is not modelled; it is
 //! covered by stress tests (`tests/runtime_wait.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+
+/// Threads: a parked owner of a join job is woken through its `Thread` handle.
+pub(crate) mod thread {
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{Thread, current, park};
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{Thread, current, park};
+}
 
 /// A spin-loop hint (loom: a yield, so models of spin loops terminate).
 #[inline]

@@ -23,6 +23,8 @@ pub struct Metrics {
     pub parks: u64,
     /// Tasks a blocked `wait()` ran inline because it was waiting for them.
     pub helped: u64,
+    /// Second closures of [`join`](crate::join) run by another thread than their caller's.
+    pub join_steals: u64,
     /// Compensation threads started or reactivated for blocked workers.
     pub compensations: u64,
     /// Threads of this runtime alive now (workers, compensation, blocking pool).

@@ -316,6 +316,47 @@ impl Runtime {
         self.shared.blocking.spawn(self.shared, f)
     }
 
+    /// Runs `f` on one of this runtime's workers and returns its result, blocking the caller
+    /// until it is done (rayon's `ThreadPool::install`). Inside `f`, [`join`](crate::join)
+    /// and the free spawning functions use this runtime. Called on one of this runtime's
+    /// workers, it just calls `f`. A panic in `f` is resumed in the caller.
+    ///
+    /// If the runtime is shut down before a worker picks `f` up, `f` runs on the caller.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+    /// let v = vec![1, 2, 3, 4];
+    /// let sum = rt.install(|| {
+    ///     let (a, b) = ito::join(|| v[..2].iter().sum::<i32>(), || v[2..].iter().sum::<i32>());
+    ///     a + b
+    /// });
+    /// assert_eq!(sum, 10);
+    /// ```
+    pub fn install<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        crate::join::install_on(self.shared, f)
+    }
+
+    /// [`join`](crate::join) on this runtime: runs `a` and `b`, potentially in parallel, on
+    /// its workers, and returns both results.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.join(|| 1, || 2), (1, 2));
+    /// ```
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        self.install(move || crate::join(a, b))
+    }
+
     /// Runs a future to completion on the current thread; tasks it spawns go to this runtime.
     ///
     /// ```
@@ -417,9 +458,20 @@ impl Shared {
         self.cancel_queued();
     }
 
-    /// Cancels every queued task: the injector's and every deque's.
-    fn cancel_queued(&self) {
+    /// Cancels every queued task: the injector's and every deque's. Join jobs cannot be
+    /// cancelled (their `join` returns only once both sides ran): exposed ones run here.
+    fn cancel_queued(&'static self) {
         task::run_pending_cancels();
+        let (me, depth) = match worker::current_for(self) {
+            Some(ctx) => (ctx.shelf() as *const _, ctx.join_stack().len()),
+            None => (std::ptr::null(), 0),
+        };
+        for slot in self.slots.iter().filter_map(OnceLock::get) {
+            while let Some(j) = slot.shelf.steal(me, depth) {
+                // SAFETY: taken from a shelf by this thread.
+                unsafe { crate::join::run_stolen(j) };
+            }
+        }
         while let Some(t) = worker::steal_retrying(&self.injector) {
             t.cancel();
         }
@@ -432,7 +484,7 @@ impl Shared {
 
     /// New work was pushed: wake an idle worker if needed (see `idle.rs`).
     #[inline]
-    fn notify_work(&'static self, fenced: bool) {
+    pub(crate) fn notify_work(&'static self, fenced: bool) {
         self.idle.notify_with(fenced, |i| self.unpark_slot(i));
     }
 

@@ -29,6 +29,8 @@ use crossbeam_utils::CachePadded;
 use crossbeam_utils::sync::{Parker, Unparker};
 
 use super::{Metrics, Shared};
+use crate::join::shelf::{JobRef, Shelf};
+use crate::join::stack::JoinStack;
 use crate::task::TaskRef;
 
 /// Tasks run between two looks at the injector.
@@ -44,6 +46,9 @@ pub(crate) struct Slot {
     unparker: Unparker,
     /// A retired compensation thread, parked in the spare list.
     retired: AtomicBool,
+    /// The join jobs this thread offers to others (on a cache line of its own: the owner
+    /// reads it on every `join`).
+    pub(crate) shelf: CachePadded<Shelf>,
     /// Written by the owner on every task: on a cache line of its own, so workers do not
     /// bounce each other's lines.
     pub(super) metrics: CachePadded<SlotMetrics>,
@@ -54,7 +59,7 @@ impl Slot {
         self.unparker.unpark();
     }
     pub(super) fn has_work(&self) -> bool {
-        !self.stealer.is_empty()
+        !self.stealer.is_empty() || !self.shelf.is_empty_hint()
     }
     /// Steals one task (shutdown's sweep).
     pub(super) fn steal_one(&self) -> Option<TaskRef> {
@@ -76,6 +81,7 @@ pub(super) struct SlotMetrics {
     stolen: AtomicU64,
     parks: AtomicU64,
     helped: AtomicU64,
+    join_steals: AtomicU64,
 }
 
 #[inline]
@@ -90,6 +96,7 @@ impl SlotMetrics {
         m.stolen += self.stolen.load(Ordering::Relaxed);
         m.parks += self.parks.load(Ordering::Relaxed);
         m.helped += self.helped.load(Ordering::Relaxed);
+        m.join_steals += self.join_steals.load(Ordering::Relaxed);
     }
 }
 
@@ -109,6 +116,16 @@ pub(crate) struct WorkerCtx {
     compensator: bool,
     /// Lowest stack address a waiter may run a task inline above.
     stack_limit: usize,
+    /// The joins in progress on this thread.
+    join: JoinStack,
+    /// This thread, for whoever sets the latch of a join job it sleeps on.
+    thread: crate::loom::thread::Thread,
+}
+
+/// Work found by a search: a task, or another worker's join job.
+enum Found {
+    Task(TaskRef),
+    Job(JobRef),
 }
 
 thread_local! {
@@ -129,7 +146,7 @@ pub(crate) fn current_ctx() -> Option<&'static WorkerCtx> {
 
 /// This thread's worker context, if it is a worker of `shared`.
 #[inline]
-pub(super) fn current_for(shared: &'static Shared) -> Option<&'static WorkerCtx> {
+pub(crate) fn current_for(shared: &'static Shared) -> Option<&'static WorkerCtx> {
     current_ctx().filter(|c| ptr::eq(c.shared, shared))
 }
 
@@ -208,6 +225,7 @@ pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Re
                 stealer: local.stealer(),
                 unparker: parker.unparker().clone(),
                 retired: AtomicBool::new(false),
+                shelf: CachePadded::new(Shelf::new()),
                 metrics: CachePadded::new(SlotMetrics::default()),
             };
             let index = shared.num_slots.load(Ordering::Relaxed);
@@ -288,6 +306,8 @@ fn worker_main(
         stack_limit: base
             .saturating_sub(stack_size)
             .saturating_add(STACK_RESERVE),
+        join: JoinStack::new(),
+        thread: crate::loom::thread::current(),
     };
     /// Clears `CTX` however this frame is left, so it never points at a dead context.
     struct ResetCtx;
@@ -354,8 +374,8 @@ impl WorkerCtx {
                 self.run_task(t);
                 continue;
             }
-            if let Some(t) = self.search() {
-                self.run_task(t);
+            if let Some(found) = self.search() {
+                self.run_found(found);
                 continue;
             }
             self.sleep();
@@ -369,6 +389,18 @@ impl WorkerCtx {
         self.stop_searching();
         bump(&self.slot().metrics.polled);
         t.run();
+    }
+
+    fn run_found(&self, found: Found) {
+        match found {
+            Found::Task(t) => self.run_task(t),
+            Found::Job(j) => {
+                self.stop_searching();
+                bump(&self.slot().metrics.join_steals);
+                // SAFETY: we took it from a shelf.
+                unsafe { crate::join::run_stolen(j) };
+            }
+        }
     }
 
     /// Next task from this worker's own queues (and, now and then, the injector).
@@ -395,8 +427,8 @@ impl WorkerCtx {
         self.local.pop()
     }
 
-    /// Looks for work elsewhere: the injector, then other slots' deques.
-    fn search(&self) -> Option<TaskRef> {
+    /// Looks for work elsewhere: the injector, then other slots' shelves and deques.
+    fn search(&self) -> Option<Found> {
         if !self.searching.get() {
             self.searching.set(true);
             self.shared.idle.start_searching();
@@ -408,10 +440,11 @@ impl WorkerCtx {
         found
     }
 
-    fn steal_anywhere(&self) -> Option<TaskRef> {
+    fn steal_anywhere(&self) -> Option<Found> {
         if let Some(t) = self.steal_injector() {
-            return Some(t);
+            return Some(Found::Task(t));
         }
+        let me: *const Shelf = self.shelf();
         let n = self.shared.num_slots.load(Ordering::Acquire);
         if n > 1 {
             let start = self.next_rand() as usize % n;
@@ -423,11 +456,15 @@ impl WorkerCtx {
                 let Some(slot) = self.shared.slots[i].get() else {
                     continue;
                 };
+                // A join job first: the oldest one a worker exposed is its largest piece.
+                if let Some(j) = slot.shelf.steal(me, self.join.len()) {
+                    return Some(Found::Job(j));
+                }
                 loop {
                     match slot.stealer.steal() {
                         Steal::Success(t) => {
                             bump(&self.slot().metrics.stolen);
-                            return Some(t);
+                            return Some(Found::Task(t));
                         }
                         Steal::Empty => break,
                         Steal::Retry => std::hint::spin_loop(),
@@ -435,7 +472,7 @@ impl WorkerCtx {
                 }
             }
         }
-        self.steal_injector()
+        self.steal_injector().map(Found::Task)
     }
 
     fn steal_injector(&self) -> Option<TaskRef> {
@@ -472,8 +509,8 @@ impl WorkerCtx {
         if self.searching.replace(false) && self.shared.idle.leave_searching_was_last() {
             // The last searcher must look once more: a push may have skipped its
             // notification because we were searching.
-            if let Some(t) = self.steal_anywhere_and_own() {
-                self.run_task(t);
+            if let Some(found) = self.steal_anywhere_and_own() {
+                self.run_found(found);
                 return;
             }
         }
@@ -512,7 +549,7 @@ impl WorkerCtx {
 
     /// The last searcher's final look before sleeping. Finding nothing must not wake anyone:
     /// a woken sleeper would do the same and wake us back, for ever.
-    fn steal_anywhere_and_own(&self) -> Option<TaskRef> {
+    fn steal_anywhere_and_own(&self) -> Option<Found> {
         self.searching.set(true);
         self.shared.idle.start_searching();
         let t = self.steal_anywhere();
@@ -578,9 +615,33 @@ impl WorkerCtx {
         bump(&self.slot().metrics.helped);
     }
 
+    pub(crate) fn note_join_steal(&self) {
+        bump(&self.slot().metrics.join_steals);
+    }
+
+    /// This thread's stack of joins in progress.
+    #[inline]
+    pub(crate) fn join_stack(&self) -> &JoinStack {
+        &self.join
+    }
+
+    /// This thread's shelf of exposed join jobs.
+    #[inline]
+    pub(crate) fn shelf(&self) -> &'static Shelf {
+        &self.slot.shelf
+    }
+
+    /// This thread's handle, valid as long as the thread works for the runtime.
+    pub(crate) fn thread_ptr(&self) -> *const crate::loom::thread::Thread {
+        &self.thread
+    }
+
     /// This thread is about to block: give its place to another thread if the runtime would
     /// otherwise run with fewer active threads than workers.
     pub(crate) fn enter_blocking(&self) -> BlockingGuard {
+        // Joins in progress below this frame would be out of reach while we sleep, and the
+        // wait may well be for one of them.
+        crate::join::expose(self, usize::MAX);
         if let Some(t) = self.lifo.take() {
             self.local.push(t);
         }

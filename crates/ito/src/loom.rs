@@ -9,13 +9,13 @@
 //! covered by stress tests (`tests/runtime_wait.rs`).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
-#[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
-#[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 /// Threads: a parked owner of a join job is woken through its `Thread` handle.
 pub(crate) mod thread {

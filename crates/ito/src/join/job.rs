@@ -30,7 +30,7 @@ use std::ptr::{self, NonNull};
 use std::thread::Result as ThreadResult;
 
 use super::shelf::Shelf;
-use crate::loom::thread::Thread;
+use crate::loom::thread::{self, Thread};
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
 
 const PENDING: usize = 0;
@@ -52,13 +52,21 @@ impl Latch {
         self.0.load(Ordering::Acquire) == DONE
     }
 
-    /// Owner: commits to sleeping until [`Latch::set`]. Returns `false` if it is already set.
-    /// After `true` the owner must park until [`Latch::is_set`], however often it wakes.
-    #[must_use]
-    pub(crate) fn prepare_sleep(&self) -> bool {
-        self.0
+    /// Owner: parks until the latch is set. If it really has to sleep (the latch is not set
+    /// when it commits to sleeping), `before` runs first and its result (a guard) is held
+    /// while it sleeps.
+    pub(crate) fn sleep<G>(&self, before: impl FnOnce() -> G) {
+        // Committing to sleep (`PENDING -> SLEEPING`) obliges the runner to unpark us.
+        if self
+            .0
             .compare_exchange(PENDING, SLEEPING, Ordering::Acquire, Ordering::Acquire)
             .is_ok()
+        {
+            let _guard = before();
+            while !self.is_set() {
+                thread::park();
+            }
+        }
     }
 
     /// Runner: sets the latch. `owner` is read only if the owner is asleep, before the final

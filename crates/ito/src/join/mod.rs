@@ -221,12 +221,7 @@ fn wait_stolen(ctx: &WorkerCtx, latch: &Latch, thief: *const Shelf, thief_depth:
             backoff.snooze();
             continue;
         }
-        if latch.prepare_sleep() {
-            let _blocked = ctx.enter_blocking();
-            while !latch.is_set() {
-                crate::loom::thread::park();
-            }
-        }
+        latch.sleep(|| ctx.enter_blocking());
         return;
     }
 }
@@ -305,10 +300,7 @@ where
         f: Some(f),
         out: None,
     };
-    let p = RemotePtr(
-        ptr::from_mut(&mut remote).cast::<()>(),
-        run_remote::<F, R>,
-    );
+    let p = RemotePtr(ptr::from_mut(&mut remote).cast::<()>(), run_remote::<F, R>);
     let done = runtime::spawn_fn_on(shared, move || {
         let p = p;
         // SAFETY: `remote` lives until `done` completes, which is after this returns; the
@@ -322,6 +314,9 @@ where
         Some(Ok(v)) => v,
         Some(Err(payload)) => resume_unwind(payload),
         // The runtime is gone: run it here rather than lose it.
-        None => (remote.f.take().expect("a job that did not run is still here"))(),
+        None => (remote
+            .f
+            .take()
+            .expect("a job that did not run is still here"))(),
     }
 }

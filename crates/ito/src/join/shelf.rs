@@ -100,7 +100,10 @@ impl Shelf {
             self.len.store(q.len(), Ordering::Relaxed);
             return Reclaim::Reclaimed;
         }
-        debug_assert!(!q.contains(&JobRef(job)), "only the newest job is reclaimed");
+        debug_assert!(
+            !q.contains(&JobRef(job)),
+            "only the newest job is reclaimed"
+        );
         // SAFETY: not on the shelf, so a thief took it and wrote `stolen` under this lock.
         let s = unsafe { job.as_ref().stolen() };
         Reclaim::Stolen {

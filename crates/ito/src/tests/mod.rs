@@ -3,4 +3,5 @@
 
 mod loom_cell;
 mod loom_idle;
+mod loom_join;
 mod loom_task;

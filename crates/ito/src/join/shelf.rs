@@ -146,10 +146,10 @@ impl Shelf {
         if waited.is_set() {
             return None;
         }
-        // SAFETY (in the closure): jobs on the shelf are exposed, under this lock.
-        let pos = q
-            .iter()
-            .position(|j| unsafe { j.0.as_ref().exposed() }.depth >= min_depth)?;
+        let pos = q.iter().position(|j| {
+            // SAFETY: jobs on the shelf were exposed, under the lock we hold.
+            unsafe { j.0.as_ref().exposed() }.depth >= min_depth
+        })?;
         let job = q.remove(pos)?;
         self.take(&q, job, me, my_depth);
         Some(job)

@@ -58,6 +58,24 @@
 //! assert_eq!(f.wait(), Ok(1));
 //! ```
 //!
+//! **Fork-join.** [`join`] runs two closures, in parallel when a worker is free to take the
+//! second. A fork nobody takes costs about as much as a function call, so you can fork at
+//! every level of a recursion instead of tuning a cutoff. [`Runtime::install`] runs a closure
+//! on a chosen runtime.
+//!
+//! ```
+//! fn sum(v: &[u64]) -> u64 {
+//!     if v.len() <= 1 {
+//!         return v.iter().sum();
+//!     }
+//!     let (l, r) = v.split_at(v.len() / 2);
+//!     let (a, b) = ito::join(|| sum(l), || sum(r));
+//!     a + b
+//! }
+//! let v: Vec<u64> = (1..=1000).collect();
+//! assert_eq!(sum(&v), 500_500);
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message; timeouts are [`Failure::Timeout`].
 //!
@@ -75,6 +93,7 @@
 //! ## Where to read more
 //!
 //! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
+//! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]

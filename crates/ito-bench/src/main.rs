@@ -6,7 +6,12 @@
 //! ito-bench fib --n 42 --cutoff 20 --style flat|wait|async|join [--impl ito|tokio|rayon|seq]
 //!               [--workers W] [--repeat R] [--sweep] [--csv PATH] [--timeout-s S] [--record]
 //! ito-bench spawn-cost [--n 36] [--cutoff 10]
+//! ito-bench join --workload fib,tree,sort,nqueens [--impl ito,rayon,seq] [--n N[,N...]]
+//!                [--cutoff C[,C...]] [--workers W] [--repeat R] [--timeout-s S] [--record]
 //! ```
+//!
+//! `join` (issue 3, module [`join`]) runs its workloads and impls side by side in this
+//! process, interleaved, and ends with a summary on stderr.
 //!
 //! A single `fib` measurement runs in this process; `--sweep` (cutoffs 40 down to 2) and
 //! comma lists of impls or styles run every measurement in a child process of this binary,
@@ -15,6 +20,7 @@
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
 mod fib;
+mod join;
 mod measure;
 
 use std::path::PathBuf;
@@ -52,6 +58,8 @@ enum Cmd {
     Fib(FibArgs),
     /// Per-task cost of each ito style on one worker, against sequential sfib.
     SpawnCost(SpawnCostArgs),
+    /// Issue 3: fork-join workloads on ito::join, rayon::join and sequentially.
+    Join(join::JoinArgs),
 }
 
 /// Arguments of `fib`.
@@ -134,6 +142,7 @@ fn main() -> ExitCode {
     match cli.command {
         Cmd::Fib(args) => fib_command(&args),
         Cmd::SpawnCost(args) => spawn_cost_command(&args),
+        Cmd::Join(args) => join::command(&args),
     }
 }
 

@@ -143,6 +143,12 @@ pub(crate) fn vm_hwm_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Resets the peak resident set size of this process to its current RSS (writes `5` to
+/// `/proc/self/clear_refs`); false where the kernel does not allow it.
+pub(crate) fn reset_peak_rss() -> bool {
+    fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// Current number of OS threads of this process (entries of `/proc/self/task`).
 pub(crate) fn thread_count() -> usize {
     fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
@@ -301,17 +307,24 @@ impl Sink {
 
     /// Prints the record to stdout and appends it to the files.
     pub(crate) fn emit(&self, rec: &Record) {
-        let line = rec.to_json();
+        self.emit_line(&rec.to_json());
+        if let Some(p) = &self.csv {
+            if let Err(e) = append_line(p, &csv_row(rec)) {
+                eprintln!("ito-bench: cannot append to {}: {e}", p.display());
+            }
+        }
+    }
+}
+
+impl Sink {
+    /// Prints one JSON line to stdout and appends it to the JSONL file (not to the CSV file,
+    /// whose columns are those of [`Record`]).
+    pub(crate) fn emit_line(&self, line: &str) {
         let mut stdout = io::stdout().lock();
         let _ = writeln!(stdout, "{line}");
         let _ = stdout.flush();
         if let Some(p) = &self.jsonl {
-            if let Err(e) = append_line(p, &line) {
-                eprintln!("ito-bench: cannot append to {}: {e}", p.display());
-            }
-        }
-        if let Some(p) = &self.csv {
-            if let Err(e) = append_line(p, &csv_row(rec)) {
+            if let Err(e) = append_line(p, line) {
                 eprintln!("ito-bench: cannot append to {}: {e}", p.display());
             }
         }

@@ -116,7 +116,7 @@ struct ReadmeDoctests;
 
 pub use failure::Failure;
 pub use future::{Future, Promise};
-pub use join::{join, join3};
+pub use join::{block_in_place, join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};
 pub use time::{Timeout, sleep, sleep_until, timeout};
 

@@ -348,3 +348,130 @@ fn stress_joins_and_waits_mixed() {
         }
     }
 }
+
+/// Runs `f` on a thread of its own, failing the test if it does not return in time.
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(common::LONG)
+        .unwrap_or_else(|_| panic!("{what}: did not finish in time"))
+}
+
+/// Dropping a runtime while join jobs are pending, one of which blocks on another: the
+/// runtime's threads finish every join (a blocked one brings in another thread), and the
+/// drop returns.
+#[test]
+fn shutdown_finishes_pending_joins_even_when_one_waits_for_another() {
+    within("drop during joins", || {
+        for _ in 0..5 {
+            let rt = ito::Runtime::builder()
+                .workers(2)
+                .max_compensation(0)
+                .build()
+                .unwrap();
+            let busy = rt.spawn_fn(|| std::thread::sleep(Duration::from_millis(60)));
+            std::thread::sleep(Duration::from_millis(5));
+            let t = rt.spawn_fn(|| {
+                let (p2, pc) = (ito::Promise::new(), ito::Promise::new());
+                let (f2, fc) = (p2.future(), pc.future());
+                ito::join(
+                    || {
+                        ito::join(
+                            || fc.wait().unwrap(),
+                            || {
+                                pc.try_success(());
+                            },
+                        );
+                        p2.try_success(());
+                    },
+                    // Waits for `p2`, which needs the inner second side to run first.
+                    || f2.wait().unwrap(),
+                );
+                1
+            });
+            std::thread::sleep(Duration::from_millis(15));
+            drop(rt);
+            assert_eq!(busy.wait(), Ok(()));
+            assert_eq!(t.wait(), Ok(1));
+        }
+    });
+}
+
+/// Join jobs still pending at shutdown run on the runtime's own threads, so their nested
+/// joins stay on that runtime.
+#[test]
+fn shutdown_runs_pending_joins_on_the_runtimes_threads() {
+    fn tree(d: u32, names: &std::sync::Mutex<std::collections::HashSet<String>>) -> u64 {
+        if d == 0 {
+            names.lock().unwrap().insert(thread_name());
+            return 1;
+        }
+        let (a, b) = ito::join(|| tree(d - 1, names), || tree(d - 1, names));
+        a + b
+    }
+    within("drop during a tree", || {
+        for pause in [0, 200, 600, 2000] {
+            let names = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
+            let rt = ito::Runtime::builder()
+                .workers(2)
+                .thread_name("victim")
+                .build()
+                .unwrap();
+            let n = names.clone();
+            let f = rt.spawn_fn(move || tree(14, &n));
+            std::thread::sleep(Duration::from_micros(pause));
+            drop(rt);
+            // Cancelled if it never started; otherwise complete.
+            if let Ok(v) = f.wait() {
+                assert_eq!(v, 1 << 14);
+            }
+            for name in names.lock().unwrap().iter() {
+                assert!(name.starts_with("victim"), "a leaf ran on {name}");
+            }
+        }
+    });
+}
+
+/// A side that blocks outside ito (a channel) on work forked by an enclosing join: with
+/// `block_in_place`, the worker exposes that work before blocking.
+#[test]
+fn block_in_place_exposes_pending_joins() {
+    within("block_in_place", || {
+        for w in [1, 2] {
+            let rt = rt(w);
+            for _ in 0..20 {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let got = rt.install(move || {
+                    ito::join(
+                        move || {
+                            ito::join(
+                                move || ito::block_in_place(|| rx.recv().unwrap()),
+                                move || tx.send(4).unwrap(),
+                            )
+                            .0
+                        },
+                        || (),
+                    )
+                    .0
+                });
+                assert_eq!(got, 4);
+            }
+        }
+    });
+}
+
+/// Work started from the blocking pool goes to the pool's runtime.
+#[test]
+fn the_blocking_pool_uses_its_runtime() {
+    let rt = rt(2);
+    let f = rt.spawn_blocking(|| {
+        let spawned = ito::spawn_fn(thread_name).wait().unwrap();
+        let (joined, _) = ito::join(thread_name, || ());
+        (spawned, joined)
+    });
+    let (spawned, joined) = f.wait().unwrap();
+    assert!(spawned.starts_with("join-test-2"), "{spawned}");
+    assert!(joined.starts_with("join-test-2"), "{joined}");
+}

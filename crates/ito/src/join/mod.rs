@@ -43,6 +43,16 @@ use shelf::{Reclaim, Shelf};
 /// If either closure panics, the other still runs to completion, and then the panic is
 /// resumed in the caller (`a`'s, if both panic).
 ///
+/// On a worker thread, `join` always runs on that worker's runtime (even inside another
+/// runtime's `block_on`); [`Runtime::join`](crate::Runtime::join) picks one explicitly.
+///
+/// `b` is offered to other workers only when the worker has nothing else on offer, or when
+/// `a` blocks in something ito knows about (a [`Future::wait`](crate::Future::wait),
+/// [`block_on`](crate::block_on), another join). If `a` blocks in something ito cannot
+/// see (a `std::sync::Mutex`, a channel, a socket) while waiting for work forked by an
+/// enclosing `join`, wrap that call in [`block_in_place`]: otherwise that work may stay out
+/// of reach until `a` returns.
+///
 /// ```
 /// fn fib(n: u64) -> u64 {
 ///     if n < 2 {
@@ -78,6 +88,27 @@ where
     }
 }
 
+/// Runs `f`, which blocks in a way ito cannot see (a lock, a channel, a socket, a blocking
+/// system call), telling the runtime first: the worker exposes every pending [`join`] side
+/// of its stack to other workers and hands its place to another thread until `f` returns
+/// (tokio's `block_in_place`). Outside a worker it just calls `f`.
+///
+/// ```
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+/// let (got, ()) = rt.install(|| {
+///     ito::join(
+///         move || ito::block_in_place(|| rx.recv().unwrap()),
+///         move || tx.send(5).unwrap(),
+///     )
+/// });
+/// assert_eq!(got, 5);
+/// ```
+pub fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
+    let _blocked = worker::current_ctx().map(WorkerCtx::enter_blocking);
+    f()
+}
+
 /// [`join`] for three closures: runs `a`, `b` and `c`, potentially in parallel.
 ///
 /// ```
@@ -109,15 +140,21 @@ where
 {
     let job = StackJob::new(b);
     let stack = ctx.join_stack();
+    // From the push until the job is popped (and, if exposed, taken back or its latch set),
+    // another thread may hold a pointer into this frame: unwinding out of it would be a
+    // use-after-free. `a` runs under `catch_unwind`; anything else that unwinds here is a bug
+    // in ito, and aborts.
+    let guard = AbortOnUnwind;
     let depth = stack.push(job.header());
     if ctx.shelf().is_empty_hint() {
         expose(ctx, 1);
     }
     let ra = catch_unwind(AssertUnwindSafe(a));
     if stack.is_exposed(depth) {
-        return finish_exposed(ctx, &job, depth, ra);
+        return finish_exposed(ctx, &job, depth, ra, guard);
     }
     stack.pop(depth);
+    std::mem::forget(guard);
     // SAFETY: never exposed, so no other thread has seen the job; taken once.
     let b = unsafe { job.take_fn() };
     run_second(ra, b)
@@ -145,14 +182,12 @@ fn finish_exposed<F, RA, RB>(
     job: &StackJob<F, RB>,
     depth: usize,
     ra: ThreadResult<RA>,
+    guard: AbortOnUnwind,
 ) -> (RA, RB)
 where
     F: FnOnce() -> RB + Send,
     RB: Send,
 {
-    // From here until the latch is set, a thief may hold a pointer into this frame: unwinding
-    // out of it would be use-after-free, so a panic in this code (a bug) aborts.
-    let guard = AbortOnUnwind;
     let reclaim = ctx.shelf().reclaim(job.header());
     ctx.join_stack().pop(depth);
     match reclaim {
@@ -240,7 +275,10 @@ pub(crate) fn expose(ctx: &WorkerCtx, max: usize) {
         unsafe { shelf.expose(frames.iter().copied(), first, owner) }
     });
     if any {
-        ctx.shared.notify_work(false);
+        // Fenced: unlike a push to the deque, an exposed job stays put while its owner runs
+        // `a` (no later fork exposes or notifies while the shelf is non-empty), so a missed
+        // sleeper would stay asleep for all of `a`.
+        ctx.shared.notify_work(true);
     }
 }
 
@@ -313,10 +351,9 @@ where
     match remote.out.take() {
         Some(Ok(v)) => v,
         Some(Err(payload)) => resume_unwind(payload),
-        // The runtime is gone: run it here rather than lose it.
-        None => (remote
-            .f
-            .take()
-            .expect("a job that did not run is still here"))(),
+        // Not reachable through the public API: `Runtime::install` borrows the runtime (it
+        // cannot be dropped meanwhile), `block_on` borrows the runtime it enters, and the
+        // global runtime never shuts down.
+        None => panic!("ito: the runtime shut down before running an installed closure"),
     }
 }

@@ -83,6 +83,8 @@ impl Pool {
     }
 
     fn thread_main(&self, shared: &'static Shared) {
+        // Jobs spawn, join and install on the runtime they were given to.
+        let _enter = super::worker::enter(shared);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(job) = st.queue.pop_front() {

@@ -428,10 +428,27 @@ impl Shared {
         }
         self.blocking.shutdown();
         let me = std::thread::current().id();
+        if let Some(ctx) = worker::current_for(self) {
+            // Called from inside a join side: what this thread has pending must stay
+            // reachable for the threads that finish the joins.
+            crate::join::expose(ctx, usize::MAX);
+        }
         // Threads blocked in a wait may be waiting for a queued task: keep cancelling what is
         // queued (which completes or breaks the futures they wait for) until all have left.
+        // Join jobs cannot be cancelled: the runtime's threads run every exposed one before
+        // they exit, and a thread blocking meanwhile brings in another (`enter_blocking`).
+        let mut stalled = 0u32;
         loop {
             self.cancel_queued();
+            if self.has_join_work() {
+                stalled += 1;
+                // Nobody took the jobs for a while (every thread blocked): one more thread.
+                if stalled % 16 == 0 {
+                    self.start_shutdown_helper();
+                }
+            } else {
+                stalled = 0;
+            }
             if let Some(ctx) = worker::current_for(self) {
                 ctx.cancel_lifo();
             }
@@ -458,20 +475,11 @@ impl Shared {
         self.cancel_queued();
     }
 
-    /// Cancels every queued task: the injector's and every deque's. Join jobs cannot be
-    /// cancelled (their `join` returns only once both sides ran): exposed ones run here.
-    fn cancel_queued(&'static self) {
+    /// Cancels every queued task: the injector's and every deque's. (Join jobs are not
+    /// tasks: they cannot be cancelled, and the runtime's own threads run them; see
+    /// `shutdown`.)
+    fn cancel_queued(&self) {
         task::run_pending_cancels();
-        let (me, depth) = match worker::current_for(self) {
-            Some(ctx) => (ctx.shelf() as *const _, ctx.join_stack().len()),
-            None => (std::ptr::null(), 0),
-        };
-        for slot in self.slots.iter().filter_map(OnceLock::get) {
-            while let Some(j) = slot.shelf.steal(me, depth) {
-                // SAFETY: taken from a shelf by this thread.
-                unsafe { crate::join::run_stolen(j) };
-            }
-        }
         while let Some(t) = worker::steal_retrying(&self.injector) {
             t.cancel();
         }
@@ -494,7 +502,24 @@ impl Shared {
         }
     }
 
-    /// Whether any queue (the injector, any deque) has a task.
+    /// Whether any shelf holds an exposed join job.
+    pub(crate) fn has_join_work(&self) -> bool {
+        let n = self.num_slots.load(Ordering::Acquire);
+        self.slots[..n]
+            .iter()
+            .filter_map(OnceLock::get)
+            .any(|s| !s.shelf.is_empty_hint())
+    }
+
+    /// During shutdown: starts a thread that runs exposed join jobs and exits.
+    pub(crate) fn start_shutdown_helper(&'static self) {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        if worker::start_thread(self, true).is_err() {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether any queue (the injector, any deque, any shelf) has work.
     fn has_queued_work(&self) -> bool {
         if !self.injector.is_empty() {
             return true;

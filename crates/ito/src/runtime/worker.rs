@@ -193,7 +193,8 @@ enum Exit {
 /// caller has already counted it in `active`.
 pub(super) fn start_thread(shared: &'static Shared, compensator: bool) -> io::Result<usize> {
     let mut handles = shared.handles.lock().unwrap_or_else(|e| e.into_inner());
-    if shared.is_shutdown() {
+    // After shutdown, only threads that finish join jobs (which cannot be cancelled).
+    if shared.is_shutdown() && !(compensator && shared.has_join_work()) {
         return Err(io::Error::other("ito: the runtime is shutting down"));
     }
     handles.retain(|h| !h.is_finished());
@@ -365,6 +366,12 @@ impl WorkerCtx {
     fn run_loop(&self) -> Exit {
         loop {
             if self.shared.is_shutdown() {
+                // Tasks are cancelled at shutdown, but a join job must run for its `join`
+                // to return: finish every exposed one first.
+                if let Some(j) = self.steal_join_job() {
+                    self.run_found(Found::Job(j));
+                    continue;
+                }
                 return Exit::Shutdown;
             }
             if self.compensator && self.should_retire() && self.retire() {
@@ -473,6 +480,16 @@ impl WorkerCtx {
             }
         }
         self.steal_injector().map(Found::Task)
+    }
+
+    /// Takes an exposed join job from any slot (shutdown).
+    fn steal_join_job(&self) -> Option<JobRef> {
+        let me: *const Shelf = self.shelf();
+        let n = self.shared.num_slots.load(Ordering::Acquire);
+        self.shared.slots[..n]
+            .iter()
+            .filter_map(|s| s.get())
+            .find_map(|s| s.shelf.steal(me, self.join.len()))
     }
 
     fn steal_injector(&self) -> Option<TaskRef> {
@@ -646,6 +663,14 @@ impl WorkerCtx {
             self.local.push(t);
         }
         let shared = self.shared;
+        if shared.is_shutdown() {
+            // Nobody else may be left to run the join jobs this wait could depend on.
+            if shared.has_join_work() {
+                shared.start_shutdown_helper();
+            }
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            return BlockingGuard { shared };
+        }
         let before = shared.active.fetch_sub(1, Ordering::SeqCst);
         // Pairs with the fence in `Shared::push_remote`: either we see its task here, or it
         // sees `active == 0` and compensates itself.

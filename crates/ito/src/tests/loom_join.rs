@@ -145,3 +145,38 @@ fn loom_join_leapfrog_takes_only_descendants() {
         assert_eq!(descendant_runs.load(Ordering::Relaxed), 1);
     });
 }
+
+/// Exposing a job races the only idle worker going to sleep: either the sleeper sees the job
+/// (and stays up) or the exposer's notification finds the sleeper (and wakes it). The
+/// exposure's notification must be fenced for this: the job stays on the shelf for all of
+/// the owner's first closure, and no later fork notifies again meanwhile.
+#[test]
+fn loom_join_exposure_never_misses_a_sleeper() {
+    use crate::runtime::idle::Idle;
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(1));
+        let shelf = Arc::new(Shelf::new());
+        let (i2, s2) = (idle.clone(), shelf.clone());
+        let sleeper = thread::spawn(move || {
+            i2.register_sleeper(0);
+            // Sees the job: takes itself off the list (or was already woken).
+            i2.work_visible_with(|| !s2.is_empty_hint()) && i2.unregister_sleeper(0)
+        });
+        let me = thread::current();
+        let job = StackJob::new(|| ());
+        // SAFETY: reclaimed below, before the job goes out of scope.
+        unsafe { shelf.expose([job.header()], 0, &me) };
+        let woke = Arc::new(AtomicUsize::new(0));
+        let w = woke.clone();
+        // What `join::expose` does after exposing.
+        idle.notify_with(true, move |_| {
+            w.fetch_add(1, Ordering::Relaxed);
+        });
+        let stayed_up = sleeper.join().unwrap();
+        assert!(
+            stayed_up || woke.load(Ordering::Relaxed) == 1,
+            "a job was exposed and the only idle worker slept on"
+        );
+        assert!(matches!(shelf.reclaim(job.header()), Reclaim::Reclaimed));
+    });
+}

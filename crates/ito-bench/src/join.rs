@@ -492,7 +492,7 @@ fn summary(plans: &[Plan], records: &[JoinRecord], repeat: u32) -> String {
                 let verdict = if r <= 1.0 { "met" } else { "NOT met" };
                 notes.push(format!("ito best/rayon best {r:.3} (<= 1: {verdict})"));
             }
-            if let Some((_, _, sbest)) = get("seq") {
+            if let Some((_, sfinest, sbest)) = get("seq") {
                 let r = finest.1 / sbest.1;
                 let crit = if plan.workload == Workload::Fib && finest.0 == 2 {
                     format!(" (<= 2.0: {})", if r <= 2.0 { "met" } else { "NOT met" })
@@ -500,6 +500,11 @@ fn summary(plans: &[Plan], records: &[JoinRecord], repeat: u32) -> String {
                     String::new()
                 };
                 notes.push(format!("ito finest/seq best {r:.3}{crit}"));
+                // The same algorithm at the same grain without forks: the fork overhead alone
+                // (1/workers with free forks and perfect scaling).
+                if sfinest.0 == finest.0 {
+                    notes.push(format!("ito finest/seq finest {:.3}", finest.1 / sfinest.1));
+                }
             }
         }
         if !notes.is_empty() {

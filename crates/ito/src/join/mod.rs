@@ -130,7 +130,7 @@ where
 }
 
 /// `join` on a worker thread.
-#[inline]
+#[inline(always)]
 fn join_on<A, B, RA, RB>(ctx: &WorkerCtx, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,

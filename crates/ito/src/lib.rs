@@ -103,6 +103,7 @@ pub mod future;
 mod join;
 mod loom;
 mod runtime;
+pub mod stm;
 mod task;
 mod time;
 

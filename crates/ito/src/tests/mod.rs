@@ -4,4 +4,5 @@
 mod loom_cell;
 mod loom_idle;
 mod loom_join;
+mod loom_stm;
 mod loom_task;

@@ -1,0 +1,437 @@
+//! Software transactional memory: [`TVar`]s read and written in [`atomically`] blocks that
+//! commit all at once or not at all, with GHC's [`retry`] and [`Tx::or_else`].
+//!
+//! ```
+//! use ito::stm::{atomically, check, TVar};
+//!
+//! let from = TVar::new(100);
+//! let to = TVar::new(0);
+//! // A transfer: both writes become visible together, or neither does.
+//! atomically(|tx| {
+//!     let balance = from.read(tx)?;
+//!     check(balance >= 30)?; // not enough money: wait until there is
+//!     from.write(tx, balance - 30)?;
+//!     to.modify(tx, |b| b + 30)
+//! });
+//! assert_eq!(from.read_atomic() + to.read_atomic(), 100);
+//! ```
+//!
+//! - A transaction's closure may run several times (when it conflicts with another commit),
+//!   so it should do nothing but read and write `TVar`s and compute. Side effects belong after
+//!   `atomically` returns.
+//! - Reads see one consistent snapshot, even in an attempt that will be thrown away (opacity):
+//!   an invariant that holds between variables at every commit holds for everything a
+//!   transaction reads.
+//! - [`retry`] abandons the attempt and sleeps until a variable it read is written. In a
+//!   synchronous [`atomically`] the thread parks (on a worker, handing its place to another
+//!   thread, like [`Future::wait`](crate::Future::wait)); [`atomically_async`] suspends the
+//!   task instead.
+//! - A transaction that keeps losing to others (16 conflicts in a row) runs in *serial mode*:
+//!   other transactions can still read, but may not commit until it is done. So a long
+//!   transaction is never starved forever by short ones.
+//! - `atomically` inside a transaction panics: transactions compose by calling functions that
+//!   take the `&mut Tx`, not by nesting.
+//!
+//! The design (TL2: a global version clock and a versioned lock per variable) and its
+//! correctness argument are in `docs/stm.md`.
+
+mod reclaim;
+mod tvar;
+pub(crate) mod tx;
+pub(crate) mod wait;
+
+use std::cell::Cell;
+use std::future::Future as StdFuture;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+pub use tvar::TVar;
+pub use tx::Tx;
+
+use crate::loom::Ordering;
+use tvar::Header;
+use tx::Global;
+use wait::{Sleeper, Wake};
+
+/// Why a transaction attempt stops early: it must [`retry`], or it conflicted with another
+/// commit and will run again. Propagate it with `?`; only ito makes these.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StmError(Kind);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Kind {
+    Retry,
+    Conflict,
+}
+
+impl std::fmt::Debug for StmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Kind::Retry => f.write_str("StmError(retry)"),
+            Kind::Conflict => f.write_str("StmError(conflict)"),
+        }
+    }
+}
+
+impl std::fmt::Display for StmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Kind::Retry => f.write_str("the transaction retries"),
+            Kind::Conflict => f.write_str("the transaction conflicted with another commit"),
+        }
+    }
+}
+
+impl std::error::Error for StmError {}
+
+/// What transactional operations return.
+pub type StmResult<T> = Result<T, StmError>;
+
+/// Abandons this attempt and waits until a variable the transaction has read is written, then
+/// runs the transaction again (GHC's `retry`).
+///
+/// ```
+/// use ito::stm::{atomically, retry, TVar};
+/// let slot = TVar::new(None);
+/// let s = slot.clone();
+/// let t = std::thread::spawn(move || atomically(|tx| s.write(tx, Some(42))));
+/// let got = atomically(|tx| match slot.read(tx)? {
+///     Some(v) => Ok(v),
+///     None => retry(),
+/// });
+/// assert_eq!(got, 42);
+/// t.join().unwrap();
+/// ```
+pub fn retry<T>() -> StmResult<T> {
+    Err(StmError(Kind::Retry))
+}
+
+/// [`retry`] unless `cond` holds.
+///
+/// ```
+/// use ito::stm::{atomically, check, TVar};
+/// let n = TVar::new(3);
+/// atomically(|tx| {
+///     let v = n.read(tx)?;
+///     check(v > 0)?;
+///     n.write(tx, v - 1)
+/// });
+/// assert_eq!(n.read_atomic(), 2);
+/// ```
+pub fn check(cond: bool) -> StmResult<()> {
+    if cond { Ok(()) } else { retry() }
+}
+
+/// Conflicts in a row after which a transaction runs in serial mode.
+const SERIAL_AFTER: u32 = 16;
+
+#[cfg(not(loom))]
+fn global() -> &'static Global {
+    static GLOBAL: Global = Global::new();
+    &GLOBAL
+}
+
+#[cfg(loom)]
+fn global() -> &'static Global {
+    unreachable!("loom models build their own `Global`")
+}
+
+thread_local! {
+    static IN_TX: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as running a transaction's closure.
+struct NestGuard;
+
+impl NestGuard {
+    fn enter() -> NestGuard {
+        // Under loom, model threads share the OS thread's thread-locals.
+        if cfg!(not(loom)) && IN_TX.with(|t| t.replace(true)) {
+            panic!(
+                "ito::stm: `atomically` called inside a transaction; pass the `&mut Tx` to \
+                 the inner code instead of nesting transactions"
+            );
+        }
+        NestGuard
+    }
+}
+
+impl Drop for NestGuard {
+    fn drop(&mut self) {
+        if cfg!(not(loom)) {
+            IN_TX.with(|t| t.set(false));
+        }
+    }
+}
+
+/// The serial-mode token, released on drop (also when the transaction panics).
+struct Serial(&'static Global);
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        self.0.serial.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Serial {
+    fn try_take(g: &'static Global) -> Option<Serial> {
+        g.serial
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+            .then_some(Serial(g))
+    }
+}
+
+/// Blocks (handing the worker's place on) while another transaction runs in serial mode.
+fn wait_while_serial(g: &'static Global) {
+    if !g.serial.load(Ordering::Relaxed) {
+        return;
+    }
+    crate::block_in_place(|| {
+        let mut pause = std::time::Duration::from_micros(20);
+        while g.serial.load(Ordering::Relaxed) {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(1));
+        }
+    });
+}
+
+/// A pause after a conflict, longer after each one in a row: the winner is usually in the
+/// middle of its commit.
+#[inline]
+fn backoff(conflicts: u32) {
+    #[cfg(not(loom))]
+    for _ in 0..1u32 << conflicts.min(8) {
+        std::hint::spin_loop();
+    }
+    #[cfg(loom)]
+    {
+        let _ = conflicts;
+        loom::thread::yield_now();
+    }
+}
+
+/// Runs `f` as a transaction and returns its result, running it again as often as it
+/// conflicts with other commits, and sleeping in between when it calls [`retry`].
+///
+/// Callable from any thread or task; on a worker a `retry` sleep hands the worker's place to
+/// another thread, as [`Future::wait`](crate::Future::wait) does. Panics if called inside
+/// another transaction. A panic in `f` abandons the transaction (nothing it wrote is visible)
+/// and propagates.
+///
+/// ```
+/// use ito::stm::{atomically, TVar};
+/// let counter = TVar::new(0u64);
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             for _ in 0..1000 {
+///                 atomically(|tx| counter.modify(tx, |c| c + 1));
+///             }
+///         });
+///     }
+/// });
+/// assert_eq!(counter.read_atomic(), 4000);
+/// ```
+pub fn atomically<R>(f: impl FnMut(&mut Tx) -> StmResult<R>) -> R {
+    atomically_in(global(), f)
+}
+
+pub(crate) fn atomically_in<R>(
+    global: &'static Global,
+    mut f: impl FnMut(&mut Tx) -> StmResult<R>,
+) -> R {
+    let _nest = NestGuard::enter();
+    let mut conflicts = 0u32;
+    let mut serial: Option<Serial> = None;
+    loop {
+        if serial.is_none() {
+            if conflicts >= SERIAL_AFTER {
+                serial = loop {
+                    if let Some(s) = Serial::try_take(global) {
+                        break Some(s);
+                    }
+                    wait_while_serial(global);
+                };
+            } else {
+                wait_while_serial(global);
+            }
+        }
+        let mut tx = Tx::begin(global, serial.is_some());
+        let r = f(&mut tx);
+        let r = tx.settle(r);
+        let kind = match r {
+            Ok(v) => match tx.commit() {
+                Ok(()) => return v,
+                Err(k) => k,
+            },
+            Err(StmError(k)) => k,
+        };
+        match kind {
+            Kind::Conflict => {
+                conflicts += 1;
+                backoff(conflicts);
+            }
+            Kind::Retry => {
+                // Sleeping with the serial token would stop every other committer, including
+                // the one we wait for.
+                serial = None;
+                conflicts = 0;
+                sleep_until_changed(tx, Wake::Thread(crate::loom::thread::current()), true);
+            }
+        }
+    }
+}
+
+/// After a `retry`: registers on every variable `tx` read, and (if `park`) sleeps until one
+/// is written. Returns the sleeper and the variables it is registered on, if it did not
+/// sleep (async), or `None` once done.
+fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
+    assert!(
+        !tx.reads.is_empty(),
+        "ito::stm: `retry` in a transaction that read no TVar would wait for ever"
+    );
+    let sleeper = Sleeper::new(wake);
+    let mut vars: Vec<std::ptr::NonNull<Header>> = Vec::new();
+    for r in &tx.reads {
+        if !vars.contains(&r.hdr) {
+            vars.push(r.hdr);
+        }
+    }
+    for h in &vars {
+        // SAFETY: pinned (through `tx`); the reference keeps it alive after we unpin.
+        let h = unsafe { h.as_ref() };
+        h.inc_ref();
+        h.waiters.register(&sleeper);
+    }
+    // Pairs with the committer's fence: it sees our registration, or we see its write.
+    crate::loom::fence(Ordering::SeqCst);
+    if tx.reads_changed() {
+        sleeper.notify();
+    }
+    drop(tx); // unpin before sleeping
+    let reg = Registration { sleeper, vars };
+    if park {
+        let s = reg.sleeper.clone();
+        crate::runtime::wait::blocking_park(move || s.park_until_notified());
+        drop(reg);
+        None
+    } else {
+        Some(reg)
+    }
+}
+
+/// A sleeper registered on variables; unregisters (and lets the variables go) on drop.
+struct Registration {
+    sleeper: Arc<Sleeper>,
+    vars: Vec<std::ptr::NonNull<Header>>,
+}
+
+// SAFETY: the headers are kept alive by the references we hold; they belong to `TVar<T>`s
+// with `T: Send + Sync`, and we only touch their wait lists and counts.
+unsafe impl Send for Registration {}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        for h in self.vars.drain(..) {
+            // SAFETY: we hold a reference.
+            unsafe { h.as_ref() }.waiters.unregister(&self.sleeper);
+            // SAFETY: the reference taken at registration.
+            unsafe { Header::dec_ref(h) };
+        }
+    }
+}
+
+/// Runs `f` as a transaction from async code: a `retry` suspends the task (no thread
+/// sleeps) until a variable the transaction read is written.
+///
+/// ```
+/// use ito::stm::{atomically, atomically_async, retry, TVar};
+/// let flag = TVar::new(false);
+/// let f = flag.clone();
+/// let waiter = ito::spawn(async move {
+///     atomically_async(|tx| if f.read(tx)? { Ok("set") } else { retry() }).await
+/// });
+/// atomically(|tx| flag.write(tx, true));
+/// assert_eq!(waiter.wait(), Ok("set"));
+/// ```
+pub fn atomically_async<F, R>(f: F) -> Atomically<F>
+where
+    F: FnMut(&mut Tx) -> StmResult<R>,
+{
+    Atomically {
+        f,
+        conflicts: 0,
+        serial: None,
+        registration: None,
+    }
+}
+
+/// The future of [`atomically_async`].
+#[must_use = "a transaction runs only when awaited"]
+pub struct Atomically<F> {
+    f: F,
+    conflicts: u32,
+    serial: Option<Serial>,
+    registration: Option<Registration>,
+}
+
+impl<F> Unpin for Atomically<F> {}
+
+impl<F, R> StdFuture for Atomically<F>
+where
+    F: FnMut(&mut Tx) -> StmResult<R>,
+{
+    type Output = R;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        let this = self.get_mut();
+        let global = global();
+        // Woken (or polled again): stop listening, run again.
+        this.registration = None;
+        let _nest = NestGuard::enter();
+        loop {
+            if this.serial.is_none() {
+                if this.conflicts >= SERIAL_AFTER {
+                    this.serial = Serial::try_take(global);
+                }
+                if this.serial.is_none() && global.serial.load(Ordering::Relaxed) {
+                    // Someone runs alone: let it, and come back.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+            }
+            let mut tx = Tx::begin(global, this.serial.is_some());
+            let r = (this.f)(&mut tx);
+            let r = tx.settle(r);
+            let kind = match r {
+                Ok(v) => match tx.commit() {
+                    Ok(()) => {
+                        this.serial = None;
+                        return Poll::Ready(v);
+                    }
+                    Err(k) => k,
+                },
+                Err(StmError(k)) => k,
+            };
+            match kind {
+                Kind::Conflict => {
+                    this.conflicts += 1;
+                    backoff(this.conflicts);
+                }
+                Kind::Retry => {
+                    this.serial = None;
+                    this.conflicts = 0;
+                    let reg = sleep_until_changed(tx, Wake::Waker(cx.waker().clone()), false)
+                        .expect("an async sleeper returns its registration");
+                    if reg.sleeper.is_notified() {
+                        continue; // something changed already
+                    }
+                    this.registration = Some(reg);
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! `TVar<T>`: a transactional variable. A versioned lock word, a pointer to the current value,
+//! and the list of transactions sleeping in `retry` until it is written.
+//!
+//! # The lock word
+//!
+//! ```text
+//!  63 ........................... 1     0
+//! [ version of the last commit     ][LOCKED]
+//! ```
+//!
+//! - `version`: the global clock's value at the commit that last wrote the variable (0 for a
+//!   variable nobody committed to yet). Only changes while `LOCKED` is held, and the unlock
+//!   store is what publishes it.
+//! - `LOCKED`: a committing transaction holds the variable (between locking its write set and
+//!   publishing). Readers that see it abort and run again; other committers abort too (there is
+//!   no waiting while holding locks, so no deadlock).
+//!
+//! # The value
+//!
+//! `value` points at a heap `T` that is never mutated: a commit stores a pointer to a new
+//! one (while `LOCKED`) and hands the old one to the epoch collector (`reclaim.rs`). A reader
+//! clones the pointee while pinned, then re-reads the lock word: same word, unlocked, means the
+//! clone is of the value that version published.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use super::reclaim::{self, Guard};
+use super::wait::WaitList;
+use super::{StmResult, Tx};
+use crate::loom::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+
+pub(crate) const LOCKED: u64 = 1;
+
+/// The type-erased front of every TVar.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) lock: AtomicU64,
+    refs: AtomicUsize,
+    pub(crate) waiters: WaitList,
+    vtable: &'static VTable,
+}
+
+/// What a transaction's log needs to do with a TVar whose `T` it does not know.
+pub(crate) struct VTable {
+    /// Stores `value` (a `Box<T>` from `into_raw`) as the current value; the old one is freed
+    /// through `guard`. Called with the variable locked by the caller.
+    publish: unsafe fn(NonNull<Header>, *mut (), &Guard),
+    /// Frees a pending value that was never published.
+    pub(crate) drop_value: unsafe fn(*mut ()),
+    /// Frees the variable (its value, waiters) once its last handle is gone.
+    free: unsafe fn(NonNull<Header>),
+}
+
+#[repr(C)]
+struct Inner<T> {
+    header: Header,
+    value: AtomicPtr<T>,
+}
+
+impl Header {
+    /// Publishes a pending value.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the variable's lock, `value` came from a write to this variable, and
+    /// `guard` is pinned.
+    pub(crate) unsafe fn publish(this: NonNull<Header>, value: *mut (), guard: &Guard) {
+        // SAFETY: forwarded.
+        unsafe { (this.as_ref().vtable.publish)(this, value, guard) }
+    }
+
+    pub(crate) fn drop_value_fn(&self) -> unsafe fn(*mut ()) {
+        self.vtable.drop_value
+    }
+
+    /// Adds a reference (a sleeping transaction keeps the variables it waits on).
+    pub(crate) fn inc_ref(&self) {
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops a reference; the last one frees the variable once no pinned reader can see it.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns a reference to the live variable and gives it up.
+    pub(crate) unsafe fn dec_ref(this: NonNull<Header>) {
+        // SAFETY: the caller owns a reference.
+        let h = unsafe { this.as_ref() };
+        if h.refs.fetch_sub(1, Ordering::Release) == 1 {
+            fence(Ordering::Acquire);
+            let free = h.vtable.free;
+            let p = SendPtr(this);
+            // SAFETY: unreachable from new pins (no handle is left, and transactions that
+            // reach it through their logs are pinned now); the closure only frees.
+            unsafe { reclaim::pin().defer(move || free(p.into_inner())) };
+        }
+    }
+}
+
+/// A `NonNull<Header>` sent to the epoch collector.
+struct SendPtr(NonNull<Header>);
+
+impl SendPtr {
+    fn into_inner(self) -> NonNull<Header> {
+        self.0
+    }
+}
+
+// SAFETY: the header belongs to a `TVar<T>` with `T: Send + Sync`; the receiver only frees it.
+unsafe impl Send for SendPtr {}
+
+/// A transactional variable holding a `T`.
+///
+/// Read and write it inside [`atomically`](crate::stm::atomically); clones are handles on the
+/// same variable.
+///
+/// ```
+/// use ito::stm::{atomically, TVar};
+/// let a = TVar::new(10);
+/// let b = TVar::new(0);
+/// atomically(|tx| {
+///     let x = a.read(tx)?;
+///     a.write(tx, x - 3)?;
+///     b.modify(tx, |v| v + 3)
+/// });
+/// assert_eq!((a.read_atomic(), b.read_atomic()), (7, 3));
+/// ```
+pub struct TVar<T> {
+    ptr: NonNull<Header>,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: a TVar hands out clones of `T` to any thread and takes `T`s from any thread.
+unsafe impl<T: Send + Sync> Send for TVar<T> {}
+// SAFETY: as above; all shared state is behind atomics, the lock word or the epoch.
+unsafe impl<T: Send + Sync> Sync for TVar<T> {}
+
+impl<T: Clone + Send + Sync + 'static> TVar<T> {
+    /// A new variable holding `value`.
+    ///
+    /// ```
+    /// let v = ito::stm::TVar::new(String::from("hi"));
+    /// assert_eq!(v.read_atomic(), "hi");
+    /// ```
+    pub fn new(value: T) -> TVar<T> {
+        let inner = Box::new(Inner {
+            header: Header {
+                lock: AtomicU64::new(0),
+                refs: AtomicUsize::new(1),
+                waiters: WaitList::new(),
+                vtable: &VTableOf::<T>::VTABLE,
+            },
+            value: AtomicPtr::new(Box::into_raw(Box::new(value))),
+        });
+        TVar {
+            ptr: NonNull::from(Box::leak(inner)).cast(),
+            _marker: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn header(&self) -> NonNull<Header> {
+        self.ptr
+    }
+
+    #[inline]
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: a handle keeps the variable alive; `Inner<T>` starts with the header.
+        unsafe { self.ptr.cast::<Inner<T>>().as_ref() }
+    }
+
+    /// Reads the variable in `tx`: its value in the transaction's snapshot, or what `tx`
+    /// wrote to it.
+    ///
+    /// ```
+    /// use ito::stm::{atomically, TVar};
+    /// let v = TVar::new(vec![1, 2]);
+    /// let len = atomically(|tx| Ok(v.read(tx)?.len()));
+    /// assert_eq!(len, 2);
+    /// ```
+    #[inline]
+    pub fn read(&self, tx: &mut Tx) -> StmResult<T> {
+        tx.check_failed()?;
+        let hdr = self.header();
+        if let Some(p) = tx.pending(hdr) {
+            // SAFETY: a pending value of this variable is a `Box<T>` owned by the log.
+            return Ok(unsafe { (*p.cast::<T>()).clone() });
+        }
+        loop {
+            match self.read_consistent(&tx.guard) {
+                Some((v, word)) if word >> 1 <= tx.rv => {
+                    tx.log_read(hdr, word);
+                    return Ok(v);
+                }
+                // Written after our snapshot was taken: move the snapshot if we can.
+                Some(_) if tx.extend() => continue,
+                // Newer than a snapshot we cannot move, or a commit in progress.
+                _ => return tx.conflict(),
+            }
+        }
+    }
+
+    /// Writes `value` to the variable in `tx`; other transactions see it once `tx` commits.
+    ///
+    /// ```
+    /// use ito::stm::{atomically, TVar};
+    /// let v = TVar::new(1);
+    /// atomically(|tx| v.write(tx, 2));
+    /// assert_eq!(v.read_atomic(), 2);
+    /// ```
+    #[inline]
+    pub fn write(&self, tx: &mut Tx, value: T) -> StmResult<()> {
+        tx.check_failed()?;
+        tx.log_write(self.header(), Box::into_raw(Box::new(value)).cast());
+        Ok(())
+    }
+
+    /// Replaces the value with `f(value)` in `tx`.
+    ///
+    /// ```
+    /// use ito::stm::{atomically, TVar};
+    /// let v = TVar::new(20);
+    /// atomically(|tx| v.modify(tx, |x| x + 1));
+    /// assert_eq!(v.read_atomic(), 21);
+    /// ```
+    #[inline]
+    pub fn modify(&self, tx: &mut Tx, f: impl FnOnce(T) -> T) -> StmResult<()> {
+        let v = self.read(tx)?;
+        self.write(tx, f(v))
+    }
+
+    /// Writes `value` in `tx` and returns the value it replaces.
+    ///
+    /// ```
+    /// use ito::stm::{atomically, TVar};
+    /// let v = TVar::new("old");
+    /// assert_eq!(atomically(|tx| v.replace(tx, "new")), "old");
+    /// ```
+    #[inline]
+    pub fn replace(&self, tx: &mut Tx, value: T) -> StmResult<T> {
+        let old = self.read(tx)?;
+        self.write(tx, value)?;
+        Ok(old)
+    }
+
+    /// The value as of one consistent instant, outside any transaction (GHC's `readTVarIO`).
+    ///
+    /// ```
+    /// let v = ito::stm::TVar::new(3);
+    /// assert_eq!(v.read_atomic(), 3);
+    /// ```
+    pub fn read_atomic(&self) -> T {
+        let guard = reclaim::pin();
+        loop {
+            if let Some((v, _)) = self.read_consistent(&guard) {
+                return v;
+            }
+            crate::loom::spin_loop();
+        }
+    }
+
+    /// One attempt at a consistent read: the value and the (unlocked) lock word it belongs to,
+    /// or `None` if a commit was in progress.
+    #[inline]
+    pub(crate) fn read_consistent(&self, _guard: &Guard) -> Option<(T, u64)> {
+        let inner = self.inner();
+        let before = inner.header.lock.load(Ordering::Acquire);
+        if before & LOCKED != 0 {
+            return None;
+        }
+        let p = inner.value.load(Ordering::Acquire);
+        // SAFETY: the pointee is never mutated, and it is not freed while we are pinned (a
+        // commit that replaces it defers the free past our pin).
+        let v = unsafe { (*p).clone() };
+        // The value load is `Acquire`: if it saw a newer commit's pointer, this load sees that
+        // commit's lock (or later), and the words differ.
+        let after = inner.header.lock.load(Ordering::Acquire);
+        (before == after).then_some((v, before))
+    }
+}
+
+impl<T> Clone for TVar<T> {
+    /// Another handle on the same variable.
+    fn clone(&self) -> Self {
+        // SAFETY: our handle keeps the header alive.
+        unsafe { self.ptr.as_ref() }.inc_ref();
+        TVar {
+            ptr: self.ptr,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for TVar<T> {
+    fn drop(&mut self) {
+        // SAFETY: we own this handle's reference.
+        unsafe { Header::dec_ref(self.ptr) };
+    }
+}
+
+impl<T: std::fmt::Debug + Clone + Send + Sync + 'static> std::fmt::Debug for TVar<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TVar").field(&self.read_atomic()).finish()
+    }
+}
+
+struct VTableOf<T>(PhantomData<T>);
+
+impl<T: Send + Sync + 'static> VTableOf<T> {
+    const VTABLE: VTable = VTable {
+        publish: publish::<T>,
+        drop_value: drop_value::<T>,
+        free: free::<T>,
+    };
+}
+
+/// # Safety
+///
+/// `Header::publish`'s contract, for a `TVar<T>`.
+unsafe fn publish<T: Send + Sync + 'static>(h: NonNull<Header>, value: *mut (), guard: &Guard) {
+    // SAFETY: the header of an `Inner<T>`.
+    let inner = unsafe { h.cast::<Inner<T>>().as_ref() };
+    let old = inner.value.swap(value.cast::<T>(), Ordering::AcqRel);
+    let old = OldValue(old);
+    // SAFETY: unreachable from new pins (the pointer was replaced); pinned readers may still
+    // clone it, so the free waits for them.
+    unsafe { guard.defer(move || drop(Box::from_raw(old.into_inner()))) };
+}
+
+/// A replaced value on its way to the epoch collector.
+struct OldValue<T>(*mut T);
+
+impl<T> OldValue<T> {
+    fn into_inner(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: `T: Send` (TVar's bound); the receiver only drops it.
+unsafe impl<T: Send> Send for OldValue<T> {}
+
+/// # Safety
+///
+/// `value` is a `Box<T>` from `into_raw`, never published, freed once.
+unsafe fn drop_value<T>(value: *mut ()) {
+    // SAFETY: the caller's contract.
+    drop(unsafe { Box::from_raw(value.cast::<T>()) });
+}
+
+/// # Safety
+///
+/// The last reference to an `Inner<T>` is gone and no pinned reader can reach it.
+unsafe fn free<T>(h: NonNull<Header>) {
+    // SAFETY: the caller's contract.
+    let inner = unsafe { Box::from_raw(h.cast::<Inner<T>>().as_ptr()) };
+    let value = inner.value.load(Ordering::Relaxed);
+    // SAFETY: the current value, owned by the variable.
+    drop(unsafe { Box::from_raw(value) });
+}

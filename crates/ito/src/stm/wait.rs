@@ -1,0 +1,104 @@
+//! Sleeping in `retry` until a variable the transaction read is written.
+//!
+//! A retrying transaction registers one [`Sleeper`] on the wait list of every variable it
+//! read, then checks once more that none of them changed, then sleeps. A committer publishes
+//! its writes, then looks at the wait lists of the variables it wrote and wakes everyone there.
+//! Both sides put a `SeqCst` fence between their write (registration; publication) and their
+//! read (the versions; the list length), so one of them sees the other (the loom model
+//! `loom_stm_retry_is_woken` checks it): a commit can never slip between a retrier's last
+//! look and its sleep.
+
+use std::sync::Arc;
+use std::task::Waker;
+
+use crate::loom::thread::{self, Thread};
+use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering};
+
+/// Who to wake.
+pub(crate) enum Wake {
+    /// A thread parked in a synchronous `atomically`.
+    Thread(Thread),
+    /// An `atomically_async` future.
+    Waker(Waker),
+}
+
+/// One sleeping transaction, registered on every variable it read.
+pub(crate) struct Sleeper {
+    notified: AtomicBool,
+    wake: Wake,
+}
+
+impl Sleeper {
+    pub(crate) fn new(wake: Wake) -> Arc<Sleeper> {
+        Arc::new(Sleeper {
+            notified: AtomicBool::new(false),
+            wake,
+        })
+    }
+
+    pub(crate) fn is_notified(&self) -> bool {
+        self.notified.load(Ordering::Acquire)
+    }
+
+    /// Marks it notified and wakes it (once).
+    pub(crate) fn notify(&self) {
+        if !self.notified.swap(true, Ordering::AcqRel) {
+            match &self.wake {
+                Wake::Thread(t) => t.unpark(),
+                Wake::Waker(w) => w.wake_by_ref(),
+            }
+        }
+    }
+
+    /// A synchronous sleeper parks until notified.
+    pub(crate) fn park_until_notified(&self) {
+        while !self.is_notified() {
+            thread::park();
+        }
+    }
+}
+
+/// The sleepers of one variable.
+pub(crate) struct WaitList {
+    /// `sleepers.len()`, readable without the lock (committers skip empty lists).
+    len: AtomicUsize,
+    sleepers: Mutex<Vec<Arc<Sleeper>>>,
+}
+
+impl WaitList {
+    pub(crate) fn new() -> WaitList {
+        WaitList {
+            len: AtomicUsize::new(0),
+            sleepers: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn register(&self, s: &Arc<Sleeper>) {
+        let mut v = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        v.push(s.clone());
+        self.len.store(v.len(), Ordering::SeqCst);
+    }
+
+    pub(crate) fn unregister(&self, s: &Arc<Sleeper>) {
+        let mut v = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = v.iter().position(|x| Arc::ptr_eq(x, s)) {
+            v.swap_remove(i);
+        }
+        self.len.store(v.len(), Ordering::SeqCst);
+    }
+
+    /// Committer, after its publication and a `SeqCst` fence: wakes everyone registered.
+    pub(crate) fn wake_all(&self) {
+        if self.len.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let woken = {
+            let mut v = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+            self.len.store(0, Ordering::SeqCst);
+            std::mem::take(&mut *v)
+        };
+        for s in woken {
+            s.notify();
+        }
+    }
+}

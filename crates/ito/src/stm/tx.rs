@@ -41,7 +41,7 @@ impl Global {
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) fn new() -> Global {
         Global {
             clock: AtomicU64::new(0),

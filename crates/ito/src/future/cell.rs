@@ -124,6 +124,17 @@ impl Waiter {
     }
 }
 
+/// A cell as a transaction sees it ([`CellHeader::tx_state`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum TxState {
+    /// The value is published: readable, and it never changes again.
+    Complete,
+    /// Nobody is completing it.
+    Empty,
+    /// Being completed, or its list is being edited: look again later.
+    Busy,
+}
+
 /// Outcome of [`CellHeader::lock`].
 pub(crate) enum Locked<'a> {
     /// The list is locked; dropping the guard unlocks it.
@@ -169,6 +180,15 @@ impl ListGuard<'_> {
             prev = next;
         }
         false
+    }
+}
+
+impl ListGuard<'_> {
+    /// Turns the lock into the completer's claim: when the guard is released, the cell is
+    /// `COMPLETING` and the caller is its only completer (a committing transaction, which
+    /// locked the empty cell with [`CellHeader::try_lock_empty`]).
+    pub(crate) fn into_claim(mut self) {
+        self.state |= COMPLETING;
     }
 }
 
@@ -306,6 +326,46 @@ impl CellHeader {
                         state: s | LOCKED,
                     });
                 }
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    /// What a transaction sees of the cell.
+    #[inline]
+    pub(crate) fn tx_state(&self) -> TxState {
+        let s = self.state.load(Ordering::Acquire);
+        if s & COMPLETE != 0 {
+            TxState::Complete
+        } else if s & (COMPLETING | LOCKED) != 0 {
+            TxState::Busy
+        } else {
+            TxState::Empty
+        }
+    }
+
+    /// A committing transaction locks an empty cell it will complete. `None` if the cell is
+    /// complete, being completed, or locked by someone else (the transaction then aborts;
+    /// it never waits while holding locks).
+    pub(crate) fn try_lock_empty(&self) -> Option<ListGuard<'_>> {
+        let mut s = self.state.load(Ordering::Acquire);
+        loop {
+            if s & (COMPLETE | COMPLETING | LOCKED) != 0 {
+                return None;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s | LOCKED,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    return Some(ListGuard {
+                        cell: self,
+                        state: s | LOCKED,
+                    });
+                }
+                // A waiter pushed itself meanwhile (or a spurious failure): look again.
                 Err(actual) => s = actual,
             }
         }
@@ -528,15 +588,27 @@ impl<T> Inner<T> {
     /// The caller is the only completer (it won `try_claim`, or is the cell's task).
     #[inline]
     pub(crate) unsafe fn complete_claimed(&self, v: Result<T, Failure>) {
-        // SAFETY: the only completer writes once; readers wait for COMPLETE.
-        self.value.with_mut(|p| unsafe { (*p).write(v) });
-        // SAFETY: value written; we are the only completer.
-        let list = unsafe { self.header.publish() };
+        // SAFETY: forwarded.
+        let list = unsafe { self.publish_claimed(v) };
         if !list.is_null() {
             // SAFETY: the caller holds a reference (it is completing the cell), the list was
             // taken from this cell.
             unsafe { crate::future::notify::dispatch(NonNull::from(&self.header), list) };
         }
+    }
+
+    /// Writes and publishes the value, and returns the waiter list for
+    /// [`notify::dispatch`](crate::future::notify::dispatch) (a transaction publishes all its
+    /// cells before it notifies anyone).
+    ///
+    /// # Safety
+    /// As [`complete_claimed`](Self::complete_claimed).
+    #[inline]
+    pub(crate) unsafe fn publish_claimed(&self, v: Result<T, Failure>) -> *const Waiter {
+        // SAFETY: the only completer writes once; readers wait for COMPLETE.
+        self.value.with_mut(|p| unsafe { (*p).write(v) });
+        // SAFETY: value written; we are the only completer.
+        unsafe { self.header.publish() }
     }
 
     /// Drops the value if the cell is complete, or discards the waiters if it is not.

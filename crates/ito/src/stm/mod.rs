@@ -35,6 +35,7 @@
 //! The design (TL2: a global version clock and a versioned lock per variable) and its
 //! correctness argument are in `docs/stm.md`.
 
+mod cells;
 mod reclaim;
 mod tvar;
 pub(crate) mod tx;
@@ -46,9 +47,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+pub use cells::multi_try_success;
 pub use tvar::TVar;
 pub use tx::Tx;
 
+use crate::future::cell::{CellHeader, Waiter};
 use crate::loom::Ordering;
 use tvar::Header;
 use tx::Global;
@@ -289,7 +292,7 @@ pub(crate) fn atomically_in<R>(
 /// sleep (async), or `None` once done.
 fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
     assert!(
-        !tx.reads.is_empty(),
+        !tx.reads.is_empty() || !tx.cell_reads.is_empty(),
         "ito::stm: `retry` in a transaction that read no TVar would wait for ever"
     );
     let sleeper = Sleeper::new(wake);
@@ -305,13 +308,23 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         h.inc_ref();
         h.waiters.register(&sleeper);
     }
+    let mut cells = Vec::new();
+    for r in &tx.cell_reads {
+        // SAFETY: the log holds a reference; ours keeps the cell alive after `tx` goes.
+        unsafe { r.cell.as_ref() }.inc_ref();
+        cells.push((r.cell, cells::register(r.cell, &sleeper)));
+    }
     // Pairs with the committer's fence: it sees our registration, or we see its write.
     crate::loom::fence(Ordering::SeqCst);
     if tx.reads_changed() {
         sleeper.notify();
     }
     drop(tx); // unpin before sleeping
-    let reg = Registration { sleeper, vars };
+    let reg = Registration {
+        sleeper,
+        vars,
+        cells,
+    };
     if park {
         let s = reg.sleeper.clone();
         crate::runtime::wait::blocking_park(move || s.park_until_notified());
@@ -326,10 +339,15 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
 struct Registration {
     sleeper: Arc<Sleeper>,
     vars: Vec<std::ptr::NonNull<Header>>,
+    /// Futures read while empty, with our node on each (if it was registered).
+    cells: Vec<(
+        std::ptr::NonNull<CellHeader>,
+        Option<std::ptr::NonNull<Waiter>>,
+    )>,
 }
 
-// SAFETY: the headers are kept alive by the references we hold; they belong to `TVar<T>`s
-// with `T: Send + Sync`, and we only touch their wait lists and counts.
+// SAFETY: the headers and cells are kept alive by the references we hold; they belong to
+// `TVar<T>`s and futures with `T: Send + Sync`, and we only touch their wait lists and counts.
 unsafe impl Send for Registration {}
 
 impl Drop for Registration {
@@ -339,6 +357,13 @@ impl Drop for Registration {
             unsafe { h.as_ref() }.waiters.unregister(&self.sleeper);
             // SAFETY: the reference taken at registration.
             unsafe { Header::dec_ref(h) };
+        }
+        for (cell, node) in self.cells.drain(..) {
+            if let Some(node) = node {
+                cells::unregister(cell, node);
+            }
+            // SAFETY: the reference taken at registration.
+            unsafe { CellHeader::dec_ref(cell) };
         }
     }
 }

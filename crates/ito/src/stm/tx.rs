@@ -22,6 +22,7 @@ use std::ptr::NonNull;
 use super::reclaim::{self, Guard};
 use super::tvar::{Header, LOCKED};
 use super::{Kind, StmError, StmResult};
+use crate::future::cell::{CellHeader, TxState, Waiter};
 use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// Process-wide STM state.
@@ -63,6 +64,22 @@ pub(crate) struct WriteEntry {
     pub(crate) value: *mut (),
 }
 
+/// A future's cell read while empty: the commit checks it is still empty. Holds a reference.
+pub(crate) struct CellRead {
+    pub(crate) cell: NonNull<CellHeader>,
+}
+
+/// A promise this transaction completes. Holds a reference to the cell.
+pub(crate) struct CellWrite {
+    pub(crate) cell: NonNull<CellHeader>,
+    /// A `Box<Result<T, Failure>>` from `into_raw`, or null once published.
+    pub(crate) value: *mut (),
+    /// Writes the value into the claimed cell and publishes it; returns its waiter list.
+    pub(crate) publish: unsafe fn(NonNull<CellHeader>, *mut ()) -> *const Waiter,
+    /// Frees an unpublished value.
+    pub(crate) drop_value: unsafe fn(*mut ()),
+}
+
 /// A variable locked by a commit: its word before locking, and its newest write.
 struct Locked {
     hdr: NonNull<Header>,
@@ -80,6 +97,8 @@ struct Buffers {
     reads: Vec<ReadEntry>,
     writes: Vec<WriteEntry>,
     locked: Vec<Locked>,
+    cell_reads: Vec<CellRead>,
+    cell_writes: Vec<CellWrite>,
 }
 
 /// A running transaction: pass it to [`TVar::read`](super::TVar::read) and friends.
@@ -93,6 +112,10 @@ pub struct Tx {
     pub(crate) reads: Vec<ReadEntry>,
     pub(crate) writes: Vec<WriteEntry>,
     locked: Vec<Locked>,
+    pub(crate) cell_reads: Vec<CellRead>,
+    pub(crate) cell_writes: Vec<CellWrite>,
+    /// Cell writes below this index belong to an enclosing `or_else` branch.
+    cell_floor: usize,
     /// Writes below this index belong to an enclosing `or_else` branch: a new write to the
     /// same variable is appended rather than overwriting, so the branch can be rolled back.
     floor: usize,
@@ -114,6 +137,9 @@ impl Tx {
             reads: b.reads,
             writes: b.writes,
             locked: b.locked,
+            cell_reads: b.cell_reads,
+            cell_writes: b.cell_writes,
+            cell_floor: 0,
             floor: 0,
             failed: None,
             serial,
@@ -172,11 +198,23 @@ impl Tx {
         let unchanged = self.reads.iter().all(|r| {
             // SAFETY: logged variables stay allocated while we are pinned.
             unsafe { r.hdr.as_ref() }.lock.load(Ordering::Acquire) == r.word
-        });
+        }) && self.cells_still_empty();
         if unchanged {
             self.rv = now;
         }
         unchanged
+    }
+
+    /// A cell was seen complete. It has no version, so make sure the snapshot can include it:
+    /// if anything committed since the snapshot was taken, the snapshot must move to now
+    /// (a commit that wrote a variable we read and completed this cell would otherwise show
+    /// us the variable before it and the cell after it). Returns `false` on a conflict.
+    #[inline]
+    pub(crate) fn observe_complete_cell(&mut self) -> bool {
+        if self.reads.is_empty() && self.cell_reads.is_empty() {
+            return true;
+        }
+        self.global.clock.load(Ordering::Acquire) == self.rv || self.extend()
     }
 
     /// Runs `first`; if it calls [`retry`](super::retry), undoes its writes and runs `second`
@@ -202,12 +240,16 @@ impl Tx {
     ) -> StmResult<R> {
         self.check_failed()?;
         let mark = self.writes.len();
+        let cell_mark = self.cell_writes.len();
         let floor = std::mem::replace(&mut self.floor, mark);
+        let cell_floor = std::mem::replace(&mut self.cell_floor, cell_mark);
         let r = first(self);
         self.floor = floor;
+        self.cell_floor = cell_floor;
         match r {
             Err(StmError(Kind::Retry)) if self.failed.is_none() => {
                 self.truncate_writes(mark);
+                self.truncate_cell_writes(cell_mark);
                 second(self)
             }
             r => r,
@@ -223,6 +265,48 @@ impl Tx {
         }
     }
 
+    fn truncate_cell_writes(&mut self, len: usize) {
+        for w in self.cell_writes.drain(len..) {
+            if !w.value.is_null() {
+                // SAFETY: an unpublished value of this kind of cell.
+                unsafe { (w.drop_value)(w.value) };
+            }
+            // SAFETY: the reference taken when the write was logged.
+            unsafe { CellHeader::dec_ref(w.cell) };
+        }
+    }
+
+    fn clear_cell_reads(&mut self) {
+        for r in self.cell_reads.drain(..) {
+            // SAFETY: the reference taken when the read was logged.
+            unsafe { CellHeader::dec_ref(r.cell) };
+        }
+    }
+
+    /// The pending completion of `cell` by this transaction, if any.
+    pub(crate) fn pending_cell(&self, cell: NonNull<CellHeader>) -> Option<*mut ()> {
+        self.cell_writes
+            .iter()
+            .find(|w| w.cell == cell)
+            .map(|w| w.value)
+    }
+
+    /// Logs that `cell` was seen empty (takes a reference).
+    pub(crate) fn log_cell_read(&mut self, cell: NonNull<CellHeader>) {
+        if !self.cell_reads.iter().any(|r| r.cell == cell) {
+            // SAFETY: the caller's handle keeps the cell alive.
+            unsafe { cell.as_ref() }.inc_ref();
+            self.cell_reads.push(CellRead { cell });
+        }
+    }
+
+    /// Logs the completion of an empty `cell` (takes a reference).
+    pub(crate) fn log_cell_write(&mut self, w: CellWrite) {
+        // SAFETY: the caller's handle keeps the cell alive.
+        unsafe { w.cell.as_ref() }.inc_ref();
+        self.cell_writes.push(w);
+    }
+
     /// The closure's outcome, overridden by a conflict it may have swallowed.
     pub(crate) fn settle<R>(&self, r: StmResult<R>) -> StmResult<R> {
         self.check_failed()?;
@@ -231,9 +315,15 @@ impl Tx {
 
     /// Commits the logged writes (see the module docs). On `Err`, nothing was published.
     pub(crate) fn commit(&mut self) -> Result<(), Kind> {
-        if self.writes.is_empty() {
-            // Read-only: every read was consistent at `rv`.
-            return Ok(());
+        if self.writes.is_empty() && self.cell_writes.is_empty() {
+            // Read-only: every variable read was consistent at `rv`, every complete cell was
+            // complete by then (`observe_complete_cell`); a cell seen empty must still be empty
+            // (cells only go from empty to complete, so it was empty at `rv` too).
+            return if self.cells_still_empty() {
+                Ok(())
+            } else {
+                Err(Kind::Conflict)
+            };
         }
         self.locked.clear();
         for i in (0..self.writes.len()).rev() {
@@ -258,14 +348,30 @@ impl Tx {
                 write: i,
             });
         }
+        // The promises we complete: lock them while still empty.
+        let mut cells = Vec::with_capacity(self.cell_writes.len());
+        for w in &self.cell_writes {
+            // SAFETY: the log holds a reference; the guard does not outlive this function.
+            match unsafe { w.cell.as_ref() }.try_lock_empty() {
+                Some(g) => cells.push(g),
+                None => {
+                    drop(cells);
+                    self.unlock_all();
+                    return Err(Kind::Conflict);
+                }
+            }
+        }
         // Pairs with the serial transaction's flag store: either it sees our locks (or our new
         // versions) and runs again, or we see its flag and step back.
         if !self.serial && self.global.serial.load(Ordering::SeqCst) {
+            drop(cells);
             self.unlock_all();
             return Err(Kind::Conflict);
         }
         let wv = self.global.clock.fetch_add(1, Ordering::AcqRel) + 1;
-        if wv != self.rv + 1 && !self.validate() {
+        // Cells are not versioned by the clock: always check them.
+        if (wv != self.rv + 1 && !self.validate()) || !self.cells_still_empty() {
+            drop(cells);
             self.unlock_all();
             return Err(Kind::Conflict);
         }
@@ -278,14 +384,42 @@ impl Tx {
                 .lock
                 .store(wv << 1, Ordering::Release);
         }
+        // Promises: claim them all, publish them all, and only then notify anyone, so that no
+        // callback or woken waiter runs while one of them is still incomplete.
+        for g in cells {
+            g.into_claim();
+        }
+        let mut lists = Vec::new();
+        for w in &mut self.cell_writes {
+            let value = std::mem::replace(&mut w.value, std::ptr::null_mut());
+            // SAFETY: we claimed the cell; the value is of its type.
+            lists.push((w.cell, unsafe { (w.publish)(w.cell, value) }));
+        }
         // Pairs with the fence of a retrying transaction (`wait.rs`).
         fence(Ordering::SeqCst);
         for l in &self.locked {
             // SAFETY: pinned.
             unsafe { l.hdr.as_ref() }.waiters.wake_all();
         }
+        for (cell, list) in lists {
+            if !list.is_null() {
+                // SAFETY: the log holds a reference; the list was taken from this cell.
+                unsafe { crate::future::notify::dispatch(cell, list) };
+            }
+        }
         self.truncate_writes(0);
+        self.truncate_cell_writes(0);
         Ok(())
+    }
+
+    /// Every cell read while empty is still empty (and not being completed or edited: a
+    /// committer holding it might complete it with a write we depend on).
+    fn cells_still_empty(&self) -> bool {
+        self.cell_reads.iter().all(|r| {
+            self.cell_writes.iter().any(|w| w.cell == r.cell)
+                // SAFETY: the log holds a reference.
+                || unsafe { r.cell.as_ref() }.tx_state() == TxState::Empty
+        })
     }
 
     /// Every read variable is unlocked (or locked by us) with a version within the snapshot.
@@ -320,6 +454,9 @@ impl Tx {
         self.reads.iter().any(|r| {
             // SAFETY: the caller keeps the variables alive.
             unsafe { r.hdr.as_ref() }.lock.load(Ordering::SeqCst) != r.word
+        }) || self.cell_reads.iter().any(|r| {
+            // SAFETY: the log holds a reference.
+            unsafe { r.cell.as_ref() }.tx_state() != TxState::Empty
         })
     }
 }
@@ -327,12 +464,16 @@ impl Tx {
 impl Drop for Tx {
     fn drop(&mut self) {
         self.truncate_writes(0);
+        self.truncate_cell_writes(0);
+        self.clear_cell_reads();
         self.reads.clear();
         self.locked.clear();
         let b = Buffers {
             reads: std::mem::take(&mut self.reads),
             writes: std::mem::take(&mut self.writes),
             locked: std::mem::take(&mut self.locked),
+            cell_reads: std::mem::take(&mut self.cell_reads),
+            cell_writes: std::mem::take(&mut self.cell_writes),
         };
         // During thread teardown the buffers are simply dropped.
         let _ = BUFFERS.try_with(|c| c.set(Some(b)));

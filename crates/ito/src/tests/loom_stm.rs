@@ -71,3 +71,48 @@ fn loom_stm_retry_is_woken() {
         assert_eq!(waiter.join().unwrap(), 1);
     });
 }
+
+/// Two promises completed by one transaction: a transactional reader sees both or neither,
+/// in either order.
+#[test]
+fn loom_stm_promises_complete_together() {
+    loom::model(|| {
+        let g = global();
+        let a = Arc::new(crate::Promise::<u8>::new());
+        let b = Arc::new(crate::Promise::<u8>::new());
+        let (fa, fb) = (a.future(), b.future());
+        let reader = thread::spawn(move || {
+            let x = atomically_in(g, |tx| {
+                Ok((fa.try_read_tx(tx)?.is_some(), fb.try_read_tx(tx)?.is_some()))
+            });
+            let y = atomically_in(g, |tx| {
+                Ok((fb.try_read_tx(tx)?.is_some(), fa.try_read_tx(tx)?.is_some()))
+            });
+            (x, y)
+        });
+        let done = atomically_in(g, |tx| {
+            Ok(a.try_success_tx(tx, 1)? && b.try_success_tx(tx, 2)?)
+        });
+        assert!(done);
+        let ((x1, x2), (y1, y2)) = reader.join().unwrap();
+        assert_eq!(x1, x2, "half of a multi-completion");
+        assert_eq!(y1, y2, "half of a multi-completion");
+    });
+}
+
+/// A plain completion races a transactional one: exactly one wins, and the value is the
+/// winner's.
+#[test]
+fn loom_stm_plain_and_transactional_completion_race() {
+    loom::model(|| {
+        let g = global();
+        let p = Arc::new(crate::Promise::<u8>::new());
+        let p2 = p.clone();
+        let plain = thread::spawn(move || p2.try_success(1));
+        let by_tx = atomically_in(g, |tx| p.try_success_tx(tx, 2));
+        let by_plain = plain.join().unwrap();
+        assert!(by_tx ^ by_plain);
+        let want = if by_tx { 2 } else { 1 };
+        assert_eq!(p.future().value(), Some(Ok(want)));
+    });
+}

@@ -76,6 +76,23 @@
 //! assert_eq!(sum(&v), 500_500);
 //! ```
 //!
+//! **Transactions.** [`stm`] is software transactional memory: [`stm::TVar`]s read and
+//! written in [`stm::atomically`] blocks that commit all at once, [`stm::retry`] to wait for a
+//! condition, and promises that complete inside transactions, several at once.
+//!
+//! ```
+//! use ito::stm::{atomically, check, TVar};
+//! let stock = TVar::new(2);
+//! let sold = ito::Promise::new();
+//! atomically(|tx| {
+//!     let n = stock.read(tx)?;
+//!     check(n > 0)?; // out of stock: wait until restocked
+//!     stock.write(tx, n - 1)?;
+//!     sold.try_success_tx(tx, "widget")
+//! });
+//! assert_eq!((stock.read_atomic(), sold.future().wait()), (1, Ok("widget")));
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message; timeouts are [`Failure::Timeout`].
 //!
@@ -94,6 +111,7 @@
 //!
 //! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
 //! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
+//! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]

@@ -201,3 +201,23 @@ fn async_read_tx_waits() {
     assert!(p.try_success(3));
     assert_eq!(common::get(&waiter), Ok(Ok(3)));
 }
+
+/// A callback of a promise completed by a transaction may itself run a transaction: it runs
+/// after the first one is over.
+#[test]
+fn callbacks_of_a_commit_may_start_transactions() {
+    let p = Promise::new();
+    let log = Arc::new(TVar::new(Vec::<u32>::new()));
+    let l = log.clone();
+    p.future().on_complete(move |r| {
+        let v = *r.as_ref().unwrap();
+        atomically(|tx| {
+            l.modify(tx, |mut xs| {
+                xs.push(v);
+                xs
+            })
+        });
+    });
+    atomically(|tx| p.try_success_tx(tx, 7));
+    assert_eq!(log.read_atomic(), vec![7]);
+}

@@ -35,6 +35,7 @@
 //! The design (TL2: a global version clock and a versioned lock per variable) and its
 //! correctness argument are in `docs/stm.md`.
 
+mod alloc;
 mod cells;
 mod reclaim;
 mod tvar;
@@ -205,8 +206,13 @@ fn wait_while_serial(g: &'static Global) {
 #[inline]
 fn backoff(conflicts: u32) {
     #[cfg(not(loom))]
-    for _ in 0..1u32 << conflicts.min(8) {
-        std::hint::spin_loop();
+    if conflicts <= 4 {
+        for _ in 0..1u32 << conflicts {
+            std::hint::spin_loop();
+        }
+    } else {
+        // The winner may have been preempted in its commit: let it run.
+        std::thread::yield_now();
     }
     #[cfg(loom)]
     {
@@ -245,7 +251,7 @@ pub(crate) fn atomically_in<R>(
     global: &'static Global,
     mut f: impl FnMut(&mut Tx) -> StmResult<R>,
 ) -> R {
-    let _nest = NestGuard::enter();
+    let nest = NestGuard::enter();
     let mut conflicts = 0u32;
     let mut serial: Option<Serial> = None;
     loop {
@@ -266,7 +272,13 @@ pub(crate) fn atomically_in<R>(
         let r = tx.settle(r);
         let kind = match r {
             Ok(v) => match tx.commit() {
-                Ok(()) => return v,
+                Ok(notify) => {
+                    // The transaction is over before any callback of a promise it completed
+                    // runs (a callback may start a transaction of its own).
+                    drop((tx, serial, nest));
+                    notify.run();
+                    return v;
+                }
                 Err(k) => k,
             },
             Err(StmError(k)) => k,
@@ -308,16 +320,21 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         h.inc_ref();
         h.waiters.register(&sleeper);
     }
+    // Then mark each variable WAITERS, but only if it is still as we read it: a commit that
+    // changed it since either came first (our CAS fails: run again now) or will see the bit
+    // when it locks the variable (and wake us: we are on its list already).
+    for r in &tx.reads {
+        // SAFETY: as above.
+        if !unsafe { r.hdr.as_ref() }.mark_waiters(r.word) {
+            sleeper.notify();
+            break;
+        }
+    }
     let mut cells = Vec::new();
     for r in &tx.cell_reads {
         // SAFETY: the log holds a reference; ours keeps the cell alive after `tx` goes.
         unsafe { r.cell.as_ref() }.inc_ref();
         cells.push((r.cell, cells::register(r.cell, &sleeper)));
-    }
-    // Pairs with the committer's fence: it sees our registration, or we see its write.
-    crate::loom::fence(Ordering::SeqCst);
-    if tx.reads_changed() {
-        sleeper.notify();
     }
     drop(tx); // unpin before sleeping
     let reg = Registration {
@@ -415,7 +432,7 @@ where
         let global = global();
         // Woken (or polled again): stop listening, run again.
         this.registration = None;
-        let _nest = NestGuard::enter();
+        let nest = NestGuard::enter();
         loop {
             if this.serial.is_none() {
                 if this.conflicts >= SERIAL_AFTER {
@@ -432,8 +449,10 @@ where
             let r = tx.settle(r);
             let kind = match r {
                 Ok(v) => match tx.commit() {
-                    Ok(()) => {
+                    Ok(notify) => {
                         this.serial = None;
+                        drop((tx, nest));
+                        notify.run();
                         return Poll::Ready(v);
                     }
                     Err(k) => k,

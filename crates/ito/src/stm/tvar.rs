@@ -4,8 +4,8 @@
 //! # The lock word
 //!
 //! ```text
-//!  63 ........................... 1     0
-//! [ version of the last commit     ][LOCKED]
+//!  63 ........................... 2     1        0
+//! [ version of the last commit     ][WAITERS][LOCKED]
 //! ```
 //!
 //! - `version`: the global clock's value at the commit that last wrote the variable (0 for a
@@ -14,6 +14,11 @@
 //! - `LOCKED`: a committing transaction holds the variable (between locking its write set and
 //!   publishing). Readers that see it abort and run again; other committers abort too (there is
 //!   no waiting while holding locks, so no deadlock).
+//! - `WAITERS`: a transaction sleeping in `retry` is on the wait list. Set by the sleeper with a
+//!   CAS that expects the (unlocked) word it read, so it cannot be set after a commit changed
+//!   the variable; read by the committer's locking CAS, and cleared by its unlock store. So a
+//!   committer knows whether to wake anyone without a fence, and no wake-up is lost
+//!   (`wait.rs`).
 //!
 //! # The value
 //!
@@ -25,12 +30,22 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use super::alloc;
 use super::reclaim::{self, Guard};
 use super::wait::WaitList;
 use super::{StmResult, Tx};
 use crate::loom::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
-pub(crate) const LOCKED: u64 = 1;
+pub(crate) const LOCKED: u64 = 0b01;
+pub(crate) const WAITERS: u64 = 0b10;
+/// The version bits start here.
+pub(crate) const VERSION_SHIFT: u32 = 2;
+
+/// The version in a lock word.
+#[inline]
+pub(crate) fn version(word: u64) -> u64 {
+    word >> VERSION_SHIFT
+}
 
 /// The type-erased front of every TVar.
 #[repr(C)]
@@ -43,9 +58,9 @@ pub(crate) struct Header {
 
 /// What a transaction's log needs to do with a TVar whose `T` it does not know.
 pub(crate) struct VTable {
-    /// Stores `value` (a `Box<T>` from `into_raw`) as the current value; the old one is freed
-    /// through `guard`. Called with the variable locked by the caller.
-    publish: unsafe fn(NonNull<Header>, *mut (), &Guard),
+    /// Stores `value` (a `T` from `alloc::alloc_value`) as the current value and returns the old
+    /// one (to be retired). Called with the variable locked by the caller.
+    publish: unsafe fn(NonNull<Header>, *mut ()) -> *mut (),
     /// Frees a pending value that was never published.
     pub(crate) drop_value: unsafe fn(*mut ()),
     /// Frees the variable (its value, waiters) once its last handle is gone.
@@ -59,19 +74,42 @@ struct Inner<T> {
 }
 
 impl Header {
-    /// Publishes a pending value.
+    /// Publishes a pending value; returns the replaced one, which pinned readers may still be
+    /// cloning: it must go to the epoch collector (`drop_value_fn` frees it).
     ///
     /// # Safety
     ///
-    /// The caller holds the variable's lock, `value` came from a write to this variable, and
-    /// `guard` is pinned.
-    pub(crate) unsafe fn publish(this: NonNull<Header>, value: *mut (), guard: &Guard) {
+    /// The caller holds the variable's lock and `value` came from a write to this variable.
+    pub(crate) unsafe fn publish(this: NonNull<Header>, value: *mut ()) -> *mut () {
         // SAFETY: forwarded.
-        unsafe { (this.as_ref().vtable.publish)(this, value, guard) }
+        unsafe { (this.as_ref().vtable.publish)(this, value) }
     }
 
     pub(crate) fn drop_value_fn(&self) -> unsafe fn(*mut ()) {
         self.vtable.drop_value
+    }
+
+    /// A sleeper is on the wait list: sets `WAITERS` if the variable is still at `word` (the
+    /// unlocked word the sleeper read). Returns `false` if it changed (or is being committed).
+    pub(crate) fn mark_waiters(&self, word: u64) -> bool {
+        let mut cur = self.lock.load(Ordering::Acquire);
+        loop {
+            if cur & LOCKED != 0 || version(cur) != version(word) {
+                return false;
+            }
+            if cur & WAITERS != 0 {
+                return true;
+            }
+            match self.lock.compare_exchange_weak(
+                cur,
+                cur | WAITERS,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
     }
 
     /// Adds a reference (a sleeping transaction keeps the variables it waits on).
@@ -151,7 +189,7 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
                 waiters: WaitList::new(),
                 vtable: &VTableOf::<T>::VTABLE,
             },
-            value: AtomicPtr::new(Box::into_raw(Box::new(value))),
+            value: AtomicPtr::new(alloc::alloc_value(value)),
         });
         TVar {
             ptr: NonNull::from(Box::leak(inner)).cast(),
@@ -189,7 +227,7 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
         }
         loop {
             match self.read_consistent(&tx.guard) {
-                Some((v, word)) if word >> 1 <= tx.rv => {
+                Some((v, word)) if version(word) <= tx.rv => {
                     tx.log_read(hdr, word);
                     return Ok(v);
                 }
@@ -212,7 +250,7 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     #[inline]
     pub fn write(&self, tx: &mut Tx, value: T) -> StmResult<()> {
         tx.check_failed()?;
-        tx.log_write(self.header(), Box::into_raw(Box::new(value)).cast());
+        tx.log_write(self.header(), alloc::alloc_value(value).cast());
         Ok(())
     }
 
@@ -276,7 +314,8 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
         // The value load is `Acquire`: if it saw a newer commit's pointer, this load sees that
         // commit's lock (or later), and the words differ.
         let after = inner.header.lock.load(Ordering::Acquire);
-        (before == after).then_some((v, before))
+        // (A sleeper setting WAITERS in between changes nothing we read.)
+        ((before ^ after) & !WAITERS == 0).then_some((v, before))
     }
 }
 
@@ -318,34 +357,21 @@ impl<T: Send + Sync + 'static> VTableOf<T> {
 /// # Safety
 ///
 /// `Header::publish`'s contract, for a `TVar<T>`.
-unsafe fn publish<T: Send + Sync + 'static>(h: NonNull<Header>, value: *mut (), guard: &Guard) {
+unsafe fn publish<T: Send + Sync + 'static>(h: NonNull<Header>, value: *mut ()) -> *mut () {
     // SAFETY: the header of an `Inner<T>`.
     let inner = unsafe { h.cast::<Inner<T>>().as_ref() };
-    let old = inner.value.swap(value.cast::<T>(), Ordering::AcqRel);
-    let old = OldValue(old);
-    // SAFETY: unreachable from new pins (the pointer was replaced); pinned readers may still
-    // clone it, so the free waits for them.
-    unsafe { guard.defer(move || drop(Box::from_raw(old.into_inner()))) };
+    // We hold the lock: no other writer, so a load and a store (no read-modify-write).
+    let old = inner.value.load(Ordering::Relaxed);
+    inner.value.store(value.cast::<T>(), Ordering::Release);
+    old.cast()
 }
-
-/// A replaced value on its way to the epoch collector.
-struct OldValue<T>(*mut T);
-
-impl<T> OldValue<T> {
-    fn into_inner(self) -> *mut T {
-        self.0
-    }
-}
-
-// SAFETY: `T: Send` (TVar's bound); the receiver only drops it.
-unsafe impl<T: Send> Send for OldValue<T> {}
 
 /// # Safety
 ///
-/// `value` is a `Box<T>` from `into_raw`, never published, freed once.
+/// `value` is a `T` from `alloc::alloc_value`, freed once (never published, or retired).
 unsafe fn drop_value<T>(value: *mut ()) {
     // SAFETY: the caller's contract.
-    drop(unsafe { Box::from_raw(value.cast::<T>()) });
+    unsafe { alloc::free_value(value.cast::<T>()) };
 }
 
 /// # Safety
@@ -356,5 +382,5 @@ unsafe fn free<T>(h: NonNull<Header>) {
     let inner = unsafe { Box::from_raw(h.cast::<Inner<T>>().as_ptr()) };
     let value = inner.value.load(Ordering::Relaxed);
     // SAFETY: the current value, owned by the variable.
-    drop(unsafe { Box::from_raw(value) });
+    unsafe { alloc::free_value(value) };
 }

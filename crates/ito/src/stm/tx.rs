@@ -20,10 +20,10 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 
 use super::reclaim::{self, Guard};
-use super::tvar::{Header, LOCKED};
+use super::tvar::{Header, LOCKED, VERSION_SHIFT, WAITERS, version};
 use super::{Kind, StmError, StmResult};
 use crate::future::cell::{CellHeader, TxState, Waiter};
-use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
+use crate::loom::{AtomicBool, AtomicU64, Ordering};
 
 /// Process-wide STM state.
 pub(crate) struct Global {
@@ -197,7 +197,9 @@ impl Tx {
         let now = self.global.clock.load(Ordering::Acquire);
         let unchanged = self.reads.iter().all(|r| {
             // SAFETY: logged variables stay allocated while we are pinned.
-            unsafe { r.hdr.as_ref() }.lock.load(Ordering::Acquire) == r.word
+            let now = unsafe { r.hdr.as_ref() }.lock.load(Ordering::Acquire);
+            // A sleeper setting WAITERS changes nothing we read.
+            now & !WAITERS == r.word & !WAITERS
         }) && self.cells_still_empty();
         if unchanged {
             self.rv = now;
@@ -313,14 +315,17 @@ impl Tx {
         r
     }
 
-    /// Commits the logged writes (see the module docs). On `Err`, nothing was published.
-    pub(crate) fn commit(&mut self) -> Result<(), Kind> {
+    /// Commits the logged writes (see the module docs). On `Err`, nothing was published. On
+    /// `Ok`, the promises it completed still have to notify their waiters: the caller runs the
+    /// returned [`Notify`] once the transaction is over (their callbacks may well start
+    /// transactions of their own).
+    pub(crate) fn commit(&mut self) -> Result<Notify, Kind> {
         if self.writes.is_empty() && self.cell_writes.is_empty() {
             // Read-only: every variable read was consistent at `rv`, every complete cell was
             // complete by then (`observe_complete_cell`); a cell seen empty must still be empty
             // (cells only go from empty to complete, so it was empty at `rv` too).
             return if self.cells_still_empty() {
-                Ok(())
+                Ok(Notify(Vec::new()))
             } else {
                 Err(Kind::Conflict)
             };
@@ -378,11 +383,13 @@ impl Tx {
         for l in &self.locked {
             let value = std::mem::replace(&mut self.writes[l.write].value, std::ptr::null_mut());
             // SAFETY: we hold the lock; the value was written to this variable; pinned.
-            unsafe { Header::publish(l.hdr, value, &self.guard) };
+            let old = unsafe { Header::publish(l.hdr, value) };
             // SAFETY: as above.
-            unsafe { l.hdr.as_ref() }
-                .lock
-                .store(wv << 1, Ordering::Release);
+            let h = unsafe { l.hdr.as_ref() };
+            // Unlock with the new version (and no WAITERS: we wake them below).
+            h.lock.store(wv << VERSION_SHIFT, Ordering::Release);
+            // SAFETY: replaced, so unreachable from new pins; a value of this variable.
+            unsafe { retire(&self.guard, old, h.drop_value_fn()) };
         }
         // Promises: claim them all, publish them all, and only then notify anyone, so that no
         // callback or woken waiter runs while one of them is still incomplete.
@@ -393,23 +400,23 @@ impl Tx {
         for w in &mut self.cell_writes {
             let value = std::mem::replace(&mut w.value, std::ptr::null_mut());
             // SAFETY: we claimed the cell; the value is of its type.
-            lists.push((w.cell, unsafe { (w.publish)(w.cell, value) }));
-        }
-        // Pairs with the fence of a retrying transaction (`wait.rs`).
-        fence(Ordering::SeqCst);
-        for l in &self.locked {
-            // SAFETY: pinned.
-            unsafe { l.hdr.as_ref() }.waiters.wake_all();
-        }
-        for (cell, list) in lists {
+            let list = unsafe { (w.publish)(w.cell, value) };
             if !list.is_null() {
-                // SAFETY: the log holds a reference; the list was taken from this cell.
-                unsafe { crate::future::notify::dispatch(cell, list) };
+                // A reference for the notification, which outlives the log.
+                // SAFETY: the log holds a reference.
+                unsafe { w.cell.as_ref() }.inc_ref();
+                lists.push((w.cell, list));
+            }
+        }
+        for l in &self.locked {
+            if l.prev & WAITERS != 0 {
+                // SAFETY: pinned.
+                unsafe { l.hdr.as_ref() }.waiters.wake_all();
             }
         }
         self.truncate_writes(0);
         self.truncate_cell_writes(0);
-        Ok(())
+        Ok(Notify(lists))
     }
 
     /// Every cell read while empty is still empty (and not being completed or edited: a
@@ -435,7 +442,7 @@ impl Tx {
             } else {
                 word
             };
-            word >> 1 <= self.rv
+            version(word) <= self.rv
         })
     }
 
@@ -446,18 +453,6 @@ impl Tx {
                 .lock
                 .store(l.prev, Ordering::Release);
         }
-    }
-
-    /// Whether a variable this transaction read has changed since (a retrying transaction's
-    /// last look before sleeping).
-    pub(crate) fn reads_changed(&self) -> bool {
-        self.reads.iter().any(|r| {
-            // SAFETY: the caller keeps the variables alive.
-            unsafe { r.hdr.as_ref() }.lock.load(Ordering::SeqCst) != r.word
-        }) || self.cell_reads.iter().any(|r| {
-            // SAFETY: the log holds a reference.
-            unsafe { r.cell.as_ref() }.tx_state() != TxState::Empty
-        })
     }
 }
 
@@ -480,6 +475,33 @@ impl Drop for Tx {
     }
 }
 
+/// The waiters and callbacks of the promises a commit completed, to notify once the
+/// transaction is over. Each entry holds a reference to its cell. Notifies on drop too.
+#[must_use]
+pub(crate) struct Notify(Vec<(NonNull<CellHeader>, *const Waiter)>);
+
+impl Notify {
+    /// Wakes the waiters and runs the callbacks.
+    pub(crate) fn run(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Notify {
+    fn drop(&mut self) {
+        for (cell, list) in self.0.drain(..) {
+            // SAFETY: we hold a reference; the list was taken from this cell by its publish.
+            unsafe { crate::future::notify::dispatch(cell, list) };
+            // SAFETY: the reference taken for this notification.
+            unsafe { CellHeader::dec_ref(cell) };
+        }
+    }
+}
+
+// SAFETY: the cells belong to futures with `T: Send + Sync`; the lists were taken from them
+// and are notified exactly once, from whichever thread runs this.
+unsafe impl Send for Notify {}
+
 /// Frees a pending value of `hdr`'s variable.
 ///
 /// # Safety
@@ -489,3 +511,88 @@ unsafe fn drop_pending(hdr: NonNull<Header>, value: *mut ()) {
     // SAFETY: the variable is alive (pinned or referenced) and the value is its type's.
     unsafe { (hdr.as_ref().drop_value_fn())(value) }
 }
+
+/// Replaced values wait here, a batch per thread, before going to the epoch collector as one
+/// deferred function: deferring each value on its own costs more than the commit itself.
+#[cfg(not(loom))]
+struct Retired(Vec<(*mut (), unsafe fn(*mut ()))>);
+
+#[cfg(not(loom))]
+impl Retired {
+    /// 60 entries: the batch's buffer (960 bytes) stays below glibc's large-chunk size, whose
+    /// allocation would consolidate the fast bins every time.
+    const BATCH: usize = 60;
+
+    /// Hands the batch to the epoch collector.
+    fn flush(&mut self, guard: &Guard) {
+        let batch = RetiredBatch(std::mem::replace(
+            &mut self.0,
+            Vec::with_capacity(Self::BATCH),
+        ));
+        // SAFETY: every value in the batch was replaced by a commit (unreachable from pins
+        // taken since); `RetiredBatch` only frees them, each once, with its own type's function.
+        unsafe { guard.defer(move || batch.free()) };
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for Retired {
+    fn drop(&mut self) {
+        if !self.0.is_empty() {
+            self.flush(&reclaim::pin());
+        }
+    }
+}
+
+/// A batch of replaced values on its way to being freed.
+#[cfg(not(loom))]
+struct RetiredBatch(Vec<(*mut (), unsafe fn(*mut ()))>);
+
+#[cfg(not(loom))]
+impl RetiredBatch {
+    fn free(self) {
+        for (p, f) in self.0 {
+            // SAFETY: see `Retired::flush`.
+            unsafe { f(p) };
+        }
+    }
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static RETIRED: std::cell::RefCell<Retired> =
+        std::cell::RefCell::new(Retired(Vec::with_capacity(Retired::BATCH)));
+}
+
+/// Retires a replaced value: it is freed (with `free`) once no pinned reader can reach it.
+///
+/// # Safety
+///
+/// `value` was just replaced (unreachable from new pins), is freed by `free`, and belongs to
+/// a `TVar<T>` with `T: Send`.
+unsafe fn retire(guard: &Guard, value: *mut (), free: unsafe fn(*mut ())) {
+    #[cfg(not(loom))]
+    {
+        let flushed = RETIRED.try_with(|r| {
+            let mut r = r.borrow_mut();
+            r.0.push((value, free));
+            if r.0.len() >= Retired::BATCH {
+                r.flush(guard);
+            }
+        });
+        if flushed.is_err() {
+            // Thread teardown: defer it on its own.
+            let one = RetiredBatch(vec![(value, free)]);
+            // SAFETY: as in `Retired::flush`.
+            unsafe { guard.defer(move || one.free()) };
+        }
+    }
+    #[cfg(loom)]
+    {
+        let _ = (guard, value, free); // leaked under loom (see `reclaim.rs`)
+    }
+}
+
+// SAFETY: the values belong to `TVar<T>`s with `T: Send + Sync`; the batch only frees them.
+#[cfg(not(loom))]
+unsafe impl Send for RetiredBatch {}

@@ -1,12 +1,14 @@
 //! Sleeping in `retry` until a variable the transaction read is written.
 //!
 //! A retrying transaction registers one [`Sleeper`] on the wait list of every variable it
-//! read, then checks once more that none of them changed, then sleeps. A committer publishes
-//! its writes, then looks at the wait lists of the variables it wrote and wakes everyone there.
-//! Both sides put a `SeqCst` fence between their write (registration; publication) and their
-//! read (the versions; the list length), so one of them sees the other (the loom model
-//! `loom_stm_retry_is_woken` checks it): a commit can never slip between a retrier's last
-//! look and its sleep.
+//! read, then sets the variable's `WAITERS` bit with a CAS that expects the lock word it read
+//! (`Header::mark_waiters`), then sleeps. A committer's locking CAS reads the bit; after
+//! publishing (the unlock store clears it), it wakes the list if the bit was set. The CAS
+//! fails if a commit changed the variable since the read (the sleeper runs again at once),
+//! and a commit that comes after it sees the bit and finds the sleeper on the list: a commit
+//! can never slip between a retrier's last look and its sleep (the loom model
+//! `loom_stm_retry_is_woken` checks it). Empty futures read by the transaction get a node on
+//! their own waiter lists (`cells.rs`), which the completer calls.
 
 use std::sync::Arc;
 use std::task::Waker;
@@ -87,7 +89,7 @@ impl WaitList {
         self.len.store(v.len(), Ordering::SeqCst);
     }
 
-    /// Committer, after its publication and a `SeqCst` fence: wakes everyone registered.
+    /// Committer, after its publication, if `WAITERS` was set: wakes everyone registered.
     pub(crate) fn wake_all(&self) {
         if self.len.load(Ordering::SeqCst) == 0 {
             return;

@@ -515,7 +515,11 @@ unsafe fn drop_pending(hdr: NonNull<Header>, value: *mut ()) {
 /// Replaced values wait here, a batch per thread, before going to the epoch collector as one
 /// deferred function: deferring each value on its own costs more than the commit itself.
 #[cfg(not(loom))]
-struct Retired(Vec<(*mut (), unsafe fn(*mut ()))>);
+struct Retired(Vec<RetiredValue>);
+
+/// A replaced value and the function that frees it.
+#[cfg(not(loom))]
+type RetiredValue = (*mut (), unsafe fn(*mut ()));
 
 #[cfg(not(loom))]
 impl Retired {
@@ -546,7 +550,7 @@ impl Drop for Retired {
 
 /// A batch of replaced values on its way to being freed.
 #[cfg(not(loom))]
-struct RetiredBatch(Vec<(*mut (), unsafe fn(*mut ()))>);
+struct RetiredBatch(Vec<RetiredValue>);
 
 #[cfg(not(loom))]
 impl RetiredBatch {

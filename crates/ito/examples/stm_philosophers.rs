@@ -8,16 +8,16 @@
 //! checks that every philosopher holds both of his forks or neither; each philosopher checks,
 //! while eating, that both forks are his.
 //!
+//! A second version, `run_race`, is the philosopher race of the Scala STM futures paper
+//! (seed 004): every round starts with fresh forks that are `Promise`s, and all philosophers
+//! race for them at once; a philosopher eats in that round iff `ito::stm::multi_try_success`
+//! completes both of his fork promises (all or none). Checked every round: each fork went to
+//! one of its two philosophers, every winner got both his forks, no two neighbours both won,
+//! and every loser has a neighbour who won (he lost to someone).
+//!
 //! ```text
 //! cargo run --release -p ito --example stm_philosophers
 //! ```
-
-// TODO(multi_try_success): add the second version from the Scala STM futures paper (seed
-// 004, "philosopherRace"): each round starts with fresh forks that are promises, and a
-// philosopher eats in that round iff `ito::stm::multi_try_success(...)` completes both of his
-// fork promises at once (all or none; a neighbour who completed one of them first wins).
-// Check that no fork is completed by two philosophers and that winners are never
-// neighbours. Needs `ito::stm::multi_try_success`, which is being written on another branch.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -128,7 +128,87 @@ pub(crate) fn run(n: usize, rounds: usize) -> Report {
     }
 }
 
+/// What a philosopher race did.
+#[derive(Debug)]
+pub(crate) struct RaceReport {
+    pub(crate) philosophers: usize,
+    pub(crate) rounds: usize,
+    /// Winners over all rounds, and the fewest and most in one round.
+    pub(crate) winners: usize,
+    pub(crate) min_winners: usize,
+    pub(crate) max_winners: usize,
+    /// Rounds that broke one of the checks (see the module docs).
+    pub(crate) bad_rounds: usize,
+    pub(crate) elapsed: Duration,
+}
+
+/// `n` philosophers (ito tasks) race for `n` fresh promise forks, `rounds` times.
+pub(crate) fn run_race(n: usize, rounds: usize) -> RaceReport {
+    assert!(n >= 2);
+    let began = Instant::now();
+    let mut r = RaceReport {
+        philosophers: n,
+        rounds,
+        winners: 0,
+        min_winners: usize::MAX,
+        max_winners: 0,
+        bad_rounds: 0,
+        elapsed: Duration::ZERO,
+    };
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut order: Vec<usize> = (0..n).collect();
+    for _ in 0..rounds {
+        let forks: Arc<Vec<ito::Promise<usize>>> =
+            Arc::new((0..n).map(|_| ito::Promise::new()).collect());
+        // Start the philosophers in a random order, so the race has different winners.
+        for i in (1..n).rev() {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            order.swap(i, (rng % (i as u64 + 1)) as usize);
+        }
+        let mut tries: Vec<(usize, ito::Future<bool>)> = order
+            .iter()
+            .map(|&p| {
+                let forks = forks.clone();
+                let try_both = ito::spawn_fn(move || {
+                    ito::stm::multi_try_success([(&forks[p], p), (&forks[(p + 1) % n], p)])
+                });
+                (p, try_both)
+            })
+            .collect();
+        tries.sort_by_key(|t| t.0);
+        let won: Vec<bool> = tries
+            .iter()
+            .map(|t| t.1.wait().expect("a philosopher failed"))
+            .collect();
+        // Who took each fork (a fork both neighbours lost stays on the table).
+        let holder: Vec<Option<usize>> = forks
+            .iter()
+            .map(|f| f.future().value().map(|v| v.expect("a fork failed")))
+            .collect();
+        let right = |p: usize| (p + 1) % n;
+        let left_neighbour = |p: usize| (p + n - 1) % n;
+        let ok = (0..n).all(|f| holder[f].is_none_or(|h| (h == f || right(h) == f) && won[h]))
+            && (0..n).all(|p| {
+                if won[p] {
+                    holder[p] == Some(p) && holder[right(p)] == Some(p) && !won[right(p)]
+                } else {
+                    won[left_neighbour(p)] || won[right(p)]
+                }
+            });
+        let winners = won.iter().filter(|&&w| w).count();
+        r.bad_rounds += usize::from(!ok || winners == 0);
+        r.winners += winners;
+        r.min_winners = r.min_winners.min(winners);
+        r.max_winners = r.max_winners.max(winners);
+    }
+    r.elapsed = began.elapsed();
+    r
+}
+
 fn main() {
+    println!("-- forks as TVars: each philosopher takes both at once or waits --");
     for (n, rounds) in [(5, 2000), (64, 200)] {
         let r = run(n, rounds);
         println!(
@@ -144,7 +224,8 @@ fn main() {
             r.meals.iter().all(|&m| m == r.rounds)
         );
         println!(
-            "  meals without both forks in hand: {}; most eating at once: {} (at most {})",
+            "  meals without both forks in hand: {}; most eating at once: {} (n/2 = {}, and one \
+             per worker at most)",
             r.bad_meals,
             r.max_eating,
             r.philosophers / 2
@@ -156,5 +237,25 @@ fn main() {
         assert!(r.meals.iter().all(|&m| m == r.rounds));
         assert_eq!((r.bad_meals, r.half_held), (0, 0));
         assert!(r.max_eating <= r.philosophers / 2);
+    }
+    println!("-- forks as promises: a race per round, won with multi_try_success --");
+    for (n, rounds) in [(5, 1000), (65, 100)] {
+        let r = run_race(n, rounds);
+        println!(
+            "{} philosophers x {} rounds in {:.1?}: {} winners ({:.1} a round, {}..={})",
+            r.philosophers,
+            r.rounds,
+            r.elapsed,
+            r.winners,
+            r.winners as f64 / r.rounds as f64,
+            r.min_winners,
+            r.max_winners
+        );
+        println!(
+            "  rounds where a fork was shared, a winner lacked a fork, neighbours both won, or \
+             a loser had no winning neighbour: {}",
+            r.bad_rounds
+        );
+        assert_eq!(r.bad_rounds, 0);
     }
 }

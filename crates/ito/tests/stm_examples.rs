@@ -59,3 +59,12 @@ fn barber_serves_or_turns_away_every_customer() {
     assert_eq!(r.served + r.turned_away, 100);
     assert_eq!((r.haircuts, r.out_of_order), (r.served, 0));
 }
+
+#[test]
+fn philosophers_race_for_promise_forks_with_multi_try_success() {
+    for (n, rounds) in [(2, 50), (5, 100), (65, 10)] {
+        let r = stm_philosophers::run_race(n, rounds);
+        assert_eq!(r.bad_rounds, 0, "{r:?}");
+        assert!(r.min_winners >= 1 && r.max_winners <= n / 2, "{r:?}");
+    }
+}

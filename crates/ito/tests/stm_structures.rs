@@ -174,7 +174,6 @@ fn a_bounded_queue_blocks_producers_while_full() {
 #[test]
 #[should_panic(expected = "at least 1")]
 fn a_zero_capacity_is_refused() {
-    common::quiet_expected_panics();
     let _ = TQueue::<u8>::bounded(0);
 }
 

@@ -38,6 +38,8 @@
 mod alloc;
 mod cells;
 mod reclaim;
+mod tmvar;
+mod tqueue;
 mod tvar;
 pub(crate) mod tx;
 pub(crate) mod wait;
@@ -49,6 +51,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 pub use cells::multi_try_success;
+pub use tmvar::TMVar;
+pub use tqueue::TQueue;
 pub use tvar::TVar;
 pub use tx::Tx;
 

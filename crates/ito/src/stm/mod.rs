@@ -31,6 +31,11 @@
 //!   transaction is never starved forever by short ones.
 //! - `atomically` inside a transaction panics: transactions compose by calling functions that
 //!   take the `&mut Tx`, not by nesting.
+//! - Building blocks: [`TQueue`] (a FIFO queue, unbounded or bounded, GHC's `TQueue` and
+//!   `TBQueue`) and [`TMVar`] (a slot that is full or empty, GHC's `TMVar`).
+//! - Futures and promises are transactional cells: [`Future::read_tx`](crate::Future::read_tx)
+//!   (an empty future retries), [`Promise::try_complete_tx`](crate::Promise::try_complete_tx),
+//!   and [`multi_try_success`] completes several promises all at once or not at all.
 //!
 //! The design (TL2: a global version clock and a versioned lock per variable) and its
 //! correctness argument are in `docs/stm.md`.

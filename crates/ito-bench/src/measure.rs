@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -356,6 +356,77 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_owned()
     }
+}
+
+/// A thread that calls `on_timeout` unless finished within `limit`.
+pub(crate) struct Watchdog {
+    done: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Starts the watchdog.
+    pub(crate) fn start(limit: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Watchdog {
+        let (done, rx) = mpsc::channel::<()>();
+        let thread = thread::Builder::new()
+            .name("ito-bench-watchdog".into())
+            .spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                    on_timeout();
+                }
+            })
+            .expect("spawning the watchdog thread");
+        Watchdog {
+            done: Some(done),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the watchdog (the callback will not run).
+    pub(crate) fn finish(mut self) {
+        drop(self.done.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Order-preserving de-duplication of a comma list.
+pub(crate) fn dedup<T: PartialEq + Copy>(items: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for &x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// A sink printing to stdout and, with `record`, appending to `bench/results/<file>` of the
+/// workspace; the error is a one-line message for a usage error.
+pub(crate) fn results_sink(record: bool, file: &str) -> Result<Sink, String> {
+    let jsonl = if record {
+        let root = workspace_root().map_err(|e| format!("--record: {e}"))?;
+        Some(root.join("bench/results").join(file))
+    } else {
+        None
+    };
+    Sink::new(jsonl, None).map_err(|e| format!("cannot open output file: {e}"))
+}
+
+/// The median of `v` (sorted in place; the mean of the two middle values for an even
+/// length), or `None` if it is empty.
+pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 #[cfg(test)]

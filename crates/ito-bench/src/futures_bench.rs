@@ -49,7 +49,15 @@
 //!   (ito [`ito::future::first_completed_of`]; peers `futures::future::select_all` over the
 //!   oneshot receivers or tokio `JoinHandle`s) should be future 0. `seconds` is from the
 //!   first spawn to the result; `accuracy` the fraction of `--repeat` repetitions (one JSON
-//!   line per F and impl) in which future 0 won. See below for the busy-wait.
+//!   line per F and impl) in which future 0 won (the document's metric). Each future also
+//!   stamps the end of its busy-wait just before it completes, which splits a miss in two:
+//!   `zero_first` counts the repetitions in which future 0 did end first (a worker
+//!   preempted by another process in the middle of future 0's wait makes it lose: the
+//!   machine's doing), and `faithful` those in which the winner is the future that ended
+//!   first (what "first completed of" answers for). `select_all` polls its futures in index
+//!   order when it wakes, so when several have completed by then it reports the lowest
+//!   index, not the first to complete: this favours future 0 in the peers' `accuracy` and
+//!   shows up in their `faithful`. See below for the busy-wait.
 //! - `callbacks --count N --delay 0|1ms`: "appending of multiple callbacks": N callbacks on a
 //!   future that is already complete (`0`) or that a completer thread completes after the
 //!   delay; the clock runs until the last callback ran (an atomic count-down). ito:
@@ -59,6 +67,12 @@
 //!   Scala's `onComplete` does: it schedules the callback on the execution context).
 //! - `philosophers` (the document's dining philosophers with `multiTrySuccess`) is not
 //!   here: it needs `ito::stm::multi_try_success`, which ito does not have yet.
+//!
+//! A run past `--timeout-s` is reported and ends the process with status 1; the deadline is
+//! kept by one watchdog thread for the whole command (armed and disarmed around each run
+//! without a wake-up), because a thread started per run competes with a race of a few
+//! hundred microseconds on a 2-core machine (it cost ito's first-completed accuracy 20-30
+//! points when it did).
 //!
 //! Micro benchmarks (`or-alt`, `read-seq`) time a batch of operations that lasts at least
 //! [`SAMPLE_TARGET`] (the batch size is calibrated once per configuration, which is also the
@@ -86,7 +100,7 @@
 
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -96,7 +110,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Either, Shared, select_all, select_ok};
 use serde::Serialize;
 
-use crate::measure::{self, Sink, Watchdog, dedup};
+use crate::measure::{self, SharedWatchdog, Sink, dedup};
 
 /// A timed batch of a micro benchmark lasts at least this long.
 const SAMPLE_TARGET: Duration = Duration::from_millis(2);
@@ -379,9 +393,21 @@ struct FutRecord {
     /// first-completed: repetitions won by future 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     wins: Option<u32>,
-    /// first-completed: `wins / reps`.
+    /// first-completed: `wins / reps` (the document's accuracy).
     #[serde(skip_serializing_if = "Option::is_none")]
     accuracy: Option<f64>,
+    /// first-completed: repetitions in which future 0 was the first to end its busy-wait
+    /// (each future stamps the end just before it completes): what the machine allowed,
+    /// whatever "first completed of" then reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    zero_first: Option<u32>,
+    /// first-completed: repetitions in which the winner was the future that ended its
+    /// busy-wait first: what "first completed of" is responsible for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    faithful: Option<u32>,
+    /// first-completed: `faithful / reps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    faithfulness: Option<f64>,
     /// `git rev-parse --short HEAD`, or `"unknown"`.
     commit: String,
     /// CPUs available to the process.
@@ -468,6 +494,7 @@ impl Pools {
 /// What every benchmark shares: the sink, the limit of a run, the records so far.
 struct Ctx {
     sink: Sink,
+    watchdog: SharedWatchdog,
     timeout: Duration,
     repeat: u32,
     records: Vec<FutRecord>,
@@ -478,17 +505,15 @@ impl Ctx {
     /// Runs `f` under the per-run watchdog: past the limit, `template` is emitted as a
     /// timeout and the process exits with status 1.
     fn guarded<R>(&self, template: &FutRecord, f: impl FnOnce() -> R) -> R {
-        let watchdog = {
-            let (mut rec, sink) = (template.clone(), self.sink.clone());
-            Watchdog::start(self.timeout, move || {
-                rec.ok = false;
-                rec.error = Some("timeout".to_owned());
-                sink.emit_line(&rec.to_json());
-                std::process::exit(1);
-            })
-        };
+        let (mut rec, sink) = (template.clone(), self.sink.clone());
+        self.watchdog.arm(self.timeout, move || {
+            rec.ok = false;
+            rec.error = Some("timeout".to_owned());
+            sink.emit_line(&rec.to_json());
+            std::process::exit(1);
+        });
         let r = f();
-        watchdog.finish();
+        self.watchdog.disarm();
         r
     }
 
@@ -589,6 +614,7 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
     };
     let mut ctx = Ctx {
         sink,
+        watchdog: SharedWatchdog::start(),
         timeout,
         repeat,
         records: Vec::new(),
@@ -1150,18 +1176,34 @@ fn busy_wait(busy: Busy, t0: Instant, i: usize) {
     }
 }
 
-/// One repetition: seconds from the first spawn to the result, and the winner.
-fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: Busy) -> (f64, usize) {
+/// One repetition of `first-completed`.
+struct Race {
+    /// Seconds from the first spawn to the result.
+    seconds: f64,
+    /// The value of the future "first completed of" returned.
+    winner: usize,
+    /// The future that stamped the earliest end of its busy-wait (taken just before it
+    /// completes).
+    earliest: usize,
+}
+
+/// Future `i`'s busy-wait, then the stamp of its end (nanoseconds since `t0`).
+fn busy_and_stamp(busy: Busy, t0: Instant, i: usize, stamps: &[AtomicU64]) -> usize {
+    busy_wait(busy, t0, i);
+    stamps[i].store(t0.elapsed().as_nanos() as u64, Ordering::Release);
+    i
+}
+
+fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: Busy) -> Race {
+    let stamps: Arc<[AtomicU64]> = (0..n).map(|_| AtomicU64::new(u64::MAX)).collect();
     let t0 = Instant::now();
-    match imp {
+    let (seconds, winner) = match imp {
         FutImpl::Ito => {
             let rt = pools.ito();
             let fs: Vec<ito::Future<usize>> = (0..n)
                 .map(|i| {
-                    rt.spawn_fn(move || {
-                        busy_wait(busy, t0, i);
-                        i
-                    })
+                    let stamps = stamps.clone();
+                    rt.spawn_fn(move || busy_and_stamp(busy, t0, i, &stamps))
                 })
                 .collect();
             let winner = ito::future::first_completed_of(fs.iter().cloned()).wait();
@@ -1176,9 +1218,9 @@ fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: Busy) -> (f
             let rxs: Vec<_> = (0..n)
                 .map(|i| {
                     let (tx, rx) = futures::channel::oneshot::channel::<usize>();
+                    let stamps = stamps.clone();
                     pool.spawn_ok(async move {
-                        busy_wait(busy, t0, i);
-                        let _ = tx.send(i);
+                        let _ = tx.send(busy_and_stamp(busy, t0, i, &stamps));
                     });
                     rx
                 })
@@ -1192,10 +1234,8 @@ fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: Busy) -> (f
             let rt = pools.tokio();
             let handles: Vec<_> = (0..n)
                 .map(|i| {
-                    rt.spawn(async move {
-                        busy_wait(busy, t0, i);
-                        i
-                    })
+                    let stamps = stamps.clone();
+                    rt.spawn(async move { busy_and_stamp(busy, t0, i, &stamps) })
                 })
                 .collect();
             let (winner, _, rest) = futures::executor::block_on(select_all(handles));
@@ -1203,6 +1243,15 @@ fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: Busy) -> (f
             futures::executor::block_on(futures::future::join_all(rest));
             (seconds, winner.unwrap_or(usize::MAX))
         }
+    };
+    // Every future has completed (and stamped) by now.
+    let earliest = (0..n)
+        .min_by_key(|&i| stamps[i].load(Ordering::Acquire))
+        .expect("n >= 1");
+    Race {
+        seconds,
+        winner,
+        earliest,
     }
 }
 
@@ -1229,16 +1278,19 @@ fn first_completed(ctx: &mut Ctx, pools: &Pools, imps: &[FutImpl], ns: &[usize],
         }
         let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); imps.len()];
         let mut wins = vec![0u32; imps.len()];
+        let mut zero_first = vec![0u32; imps.len()];
+        let mut faithful = vec![0u32; imps.len()];
         let mut bad_winner = vec![None; imps.len()];
         for _ in 0..ctx.repeat {
             for (k, (&imp, t)) in imps.iter().zip(&templates).enumerate() {
-                let (s, winner) = ctx.guarded(t, || first_completed_once(pools, imp, n, busy));
-                seconds[k].push(s);
-                if winner == 0 {
-                    wins[k] += 1;
-                } else if winner >= n {
-                    bad_winner[k] = Some(winner);
+                let race = ctx.guarded(t, || first_completed_once(pools, imp, n, busy));
+                seconds[k].push(race.seconds);
+                if race.winner >= n {
+                    bad_winner[k] = Some(race.winner);
                 }
+                wins[k] += u32::from(race.winner == 0);
+                zero_first[k] += u32::from(race.earliest == 0);
+                faithful[k] += u32::from(race.winner == race.earliest);
             }
         }
         for (k, mut rec) in templates.into_iter().enumerate() {
@@ -1249,6 +1301,9 @@ fn first_completed(ctx: &mut Ctx, pools: &Pools, imps: &[FutImpl], ns: &[usize],
             rec.ns_per_item = Some(median / n as f64 * 1e9);
             rec.wins = Some(wins[k]);
             rec.accuracy = Some(f64::from(wins[k]) / f64::from(ctx.repeat));
+            rec.zero_first = Some(zero_first[k]);
+            rec.faithful = Some(faithful[k]);
+            rec.faithfulness = Some(f64::from(faithful[k]) / f64::from(ctx.repeat));
             rec.ok = bad_winner[k].is_none();
             if let Some(w) = bad_winner[k] {
                 rec.error = Some(format!("no future {w} was spawned"));
@@ -1486,6 +1541,37 @@ fn summary(
             let _ = writeln!(s, "{line}");
         }
     }
+    if first_completed {
+        let _ = writeln!(
+            s,
+            "accuracy / 0-first / faithful (fractions of the repetitions: future 0 won / future 0 \
+             ended its busy-wait first, the machine's doing / the winner ended its busy-wait \
+             first, first-completed's doing):"
+        );
+        for (variant, param) in &keys {
+            let mut line = format!("{variant:<10} {param:>6}");
+            for &imp in imps {
+                let rec = records
+                    .iter()
+                    .find(|r| &r.variant == variant && r.param == *param && r.imp == imp.name());
+                let cell = match rec {
+                    Some(r) => {
+                        let reps = f64::from(r.reps.unwrap_or(1).max(1));
+                        format!(
+                            "{} {:.2}/{:.2}/{:.2}",
+                            imp.name(),
+                            r.accuracy.unwrap_or(f64::NAN),
+                            f64::from(r.zero_first.unwrap_or(0)) / reps,
+                            r.faithfulness.unwrap_or(f64::NAN)
+                        )
+                    }
+                    None => format!("{} -", imp.name()),
+                };
+                let _ = write!(line, "  {cell:<22}");
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
+    }
     if first_completed && imps.contains(&FutImpl::Ito) {
         let at60 = keys
             .iter()
@@ -1544,9 +1630,10 @@ mod tests {
         let pools = Pools::new(&imps, 2).unwrap();
         for imp in imps {
             for busy in [Busy::Deadline, Busy::Duration] {
-                let (s, winner) = first_completed_once(&pools, imp, 4, busy);
-                assert!(winner < 4, "{imp:?}");
-                assert!(s >= 500e-6, "{imp:?}: {s}");
+                let race = first_completed_once(&pools, imp, 4, busy);
+                assert!(race.winner < 4, "{imp:?}");
+                assert!(race.earliest < 4, "{imp:?}");
+                assert!(race.seconds >= 500e-6, "{imp:?}: {}", race.seconds);
             }
         }
     }

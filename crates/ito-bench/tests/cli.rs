@@ -427,9 +427,13 @@ fn futures_first_completed_reports_accuracy() {
         assert_eq!(r["busy"], "deadline");
         let acc = r["accuracy"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&acc));
+        assert!(r["zero_first"].as_u64().unwrap() <= 2);
+        assert!(r["faithful"].as_u64().unwrap() <= 2);
+        assert!((0.0..=1.0).contains(&r["faithfulness"].as_f64().unwrap()));
         assert!(r["seconds"].as_f64().unwrap() >= 500e-6, "{r}");
     }
     assert!(err.contains("acc ito"), "{err}");
+    assert!(err.contains("0-first"), "{err}");
 }
 
 #[test]

@@ -25,14 +25,12 @@ pub(crate) mod workloads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::measure::{self, Sink};
+use crate::measure::{self, Sink, Watchdog, dedup};
 use workloads::{Input, ItoFork, RayonFork, SeqFork, Workload};
 
 /// Arguments of `join`.
@@ -213,53 +211,11 @@ impl Engine {
     }
 }
 
-/// A thread that calls `on_timeout` unless finished within `limit`.
-struct Watchdog {
-    done: Option<mpsc::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn start(limit: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Watchdog {
-        let (done, rx) = mpsc::channel::<()>();
-        let thread = thread::Builder::new()
-            .name("ito-bench-watchdog".into())
-            .spawn(move || {
-                if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                    on_timeout();
-                }
-            })
-            .expect("spawning the watchdog thread");
-        Watchdog {
-            done: Some(done),
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) {
-        drop(self.done.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// One workload to run, with its size and cutoffs.
 struct Plan {
     workload: Workload,
     n: u64,
     cutoffs: Vec<u64>,
-}
-
-/// Order-preserving de-duplication of a comma list.
-fn dedup<T: PartialEq + Copy>(items: &[T]) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for &x in items {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
 }
 
 /// The per-workload plans of `args`, or the bad argument.

@@ -8,10 +8,16 @@
 //! ito-bench spawn-cost [--n 36] [--cutoff 10]
 //! ito-bench join --workload fib,tree,sort,nqueens [--impl ito,rayon,seq] [--n N[,N...]]
 //!                [--cutoff C[,C...]] [--workers W] [--repeat R] [--timeout-s S] [--record]
+//! ito-bench stm-bank [--threads T[,T...]] [--accounts 1024] [--ops N] [--impl ito,stm-crate,mutex]
+//!                    [--repeat R] [--audit] [--timeout-s S] [--record]
+//! ito-bench futures or-alt|read-seq|read-concurrent|first-completed|callbacks
+//!                   [--impl ito,shared,tokio] [<bench's own options>] [--workers W] [--repeat R]
+//!                   [--timeout-s S] [--record]
 //! ```
 //!
-//! `join` (issue 3, module [`join`]) runs its workloads and impls side by side in this
-//! process, interleaved, and ends with a summary on stderr.
+//! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
+//! `futures` (document 004's benchmarks, module [`futures_bench`]) run their impls side by
+//! side in this process, interleaved, and end with a summary on stderr.
 //!
 //! A single `fib` measurement runs in this process; `--sweep` (cutoffs 40 down to 2) and
 //! comma lists of impls or styles run every measurement in a child process of this binary,
@@ -20,8 +26,10 @@
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
 mod fib;
+mod futures_bench;
 mod join;
 mod measure;
+mod stm_bank;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,6 +68,10 @@ enum Cmd {
     SpawnCost(SpawnCostArgs),
     /// Issue 3: fork-join workloads on ito::join, rayon::join and sequentially.
     Join(join::JoinArgs),
+    /// STM issue: random transfers between accounts on ito::stm, the stm crate and mutexes.
+    StmBank(stm_bank::StmBankArgs),
+    /// Document 004: the ScalaMeter benchmarks of futures and promises, against peers.
+    Futures(futures_bench::FuturesArgs),
 }
 
 /// Arguments of `fib`.
@@ -143,6 +155,8 @@ fn main() -> ExitCode {
         Cmd::Fib(args) => fib_command(&args),
         Cmd::SpawnCost(args) => spawn_cost_command(&args),
         Cmd::Join(args) => join::command(&args),
+        Cmd::StmBank(args) => stm_bank::command(&args),
+        Cmd::Futures(args) => futures_bench::command(&args),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `ito-bench` command line: bad arguments, one run of each ito style of `fib`, and the
-//! `join` experiment on small sizes.
+//! `join`, `stm-bank` and `futures` experiments on small sizes.
 
 use std::process::Command;
 
@@ -213,4 +213,249 @@ fn join_run_past_its_timeout_is_recorded_and_exits_1() {
     assert_eq!(v["ok"], false);
     assert_eq!(v["error"], "timeout");
     assert_eq!(v["workload"], "fib");
+}
+
+/// The JSON lines of a successful run (exit status 0), and its stderr.
+fn records(args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let out = bench(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let recs = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    (recs, err)
+}
+
+#[test]
+fn stm_bank_bad_arguments_are_one_line_and_exit_2() {
+    for args in [
+        &["stm-bank", "--threads", "0"][..],
+        &["stm-bank", "--threads", "x"],
+        &["stm-bank", "--accounts", "1"],
+        &["stm-bank", "--ops", "0"],
+        &["stm-bank", "--impl", "bogus"],
+        &["stm-bank", "--repeat", "0"],
+        &["stm-bank", "--timeout-s", "0"],
+    ] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn stm_bank_runs_every_impl_side_by_side() {
+    let (recs, err) = records(&[
+        "stm-bank",
+        "--threads",
+        "1,2",
+        "--accounts",
+        "16",
+        "--ops",
+        "2000",
+        "--repeat",
+        "2",
+        "--audit",
+    ]);
+    // Two repetitions, two thread counts, three impls, interleaved.
+    assert_eq!(recs.len(), 2 * 2 * 3);
+    assert_eq!(recs[0]["impl"], "ito");
+    assert_eq!(recs[1]["impl"], "stm-crate");
+    assert_eq!(recs[2]["impl"], "mutex");
+    for r in &recs {
+        assert_eq!(r["experiment"], "stm-bank");
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(r["total"], 16 * 1000);
+        assert_eq!(r["total_ok"], true);
+        assert_eq!(r["accounts"], 16);
+        assert_eq!(r["ops"], 2000);
+        assert!(r["tx_per_s"].as_f64().unwrap() > 0.0);
+        assert!(r["seconds"].as_f64().unwrap() > 0.0);
+        assert!(r["audits"].as_u64().unwrap() >= 1, "{r}");
+        assert_eq!(r["audit_failures"], 0);
+        assert!(r["commit"].is_string());
+        assert!(r["nproc"].as_u64().unwrap() >= 1);
+        match r["impl"].as_str().unwrap() {
+            "mutex" => assert!(r.get("attempts_per_tx").is_none()),
+            _ => assert!(r["attempts_per_tx"].as_f64().unwrap() >= 1.0, "{r}"),
+        }
+    }
+    assert!(err.contains("ito/stm-crate"), "{err}");
+    assert!(err.contains("ito/mutex"), "{err}");
+    assert!(err.contains("on 2 threads"), "{err}");
+}
+
+#[test]
+fn futures_bad_arguments_are_one_line_and_exit_2() {
+    for args in [
+        &["futures"][..],
+        &["futures", "bogus"],
+        &["futures", "or-alt", "--chain", "0"],
+        &["futures", "or-alt", "--succeed", "middle"],
+        &["futures", "or-alt", "--workers", "0"],
+        &["futures", "read-seq", "--impl", "tokio"],
+        &["futures", "read-seq", "--repeat", "0"],
+        &[
+            "futures",
+            "read-concurrent",
+            "--mode",
+            "threads",
+            "--impl",
+            "tokio",
+        ],
+        &["futures", "read-concurrent", "--delay", "5"],
+        &["futures", "first-completed", "--busy", "bogus"],
+        &["futures", "first-completed", "--futures", "0"],
+        &["futures", "callbacks", "--delay", "1 fortnight"],
+        &["futures", "callbacks", "--timeout-s", "-1"],
+    ] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// The fields every futures record has.
+fn check_futures_record(r: &serde_json::Value, bench: &str) {
+    assert_eq!(r["experiment"], "futures");
+    assert_eq!(r["bench"], bench);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(r["seconds"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["ns_per_item"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["commit"].is_string());
+    assert!(r["nproc"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn futures_or_alt_and_read_seq() {
+    let (recs, err) = records(&[
+        "futures",
+        "or-alt",
+        "--chain",
+        "1,3",
+        "--repeat",
+        "1",
+        "--workers",
+        "2",
+    ]);
+    // Two chains, two variants, three impls.
+    assert_eq!(recs.len(), 2 * 2 * 3);
+    for r in &recs {
+        check_futures_record(r, "or-alt");
+        assert!(r["batch"].as_u64().unwrap() >= 1);
+        assert!(["first", "last"].contains(&r["succeed"].as_str().unwrap()));
+    }
+    assert!(err.contains("ito/shared"), "{err}");
+    let (recs, err) = records(&["futures", "read-seq", "--reads", "10", "--repeat", "2"]);
+    assert_eq!(recs.len(), 2 * 2, "ito and shared only");
+    for r in &recs {
+        check_futures_record(r, "read-seq");
+        assert_eq!(r["reads"], 10);
+    }
+    assert!(!err.contains("tokio"), "{err}");
+}
+
+#[test]
+fn futures_read_concurrent_and_callbacks() {
+    let (recs, err) = records(&[
+        "futures",
+        "read-concurrent",
+        "--readers",
+        "3",
+        "--delay",
+        "100us",
+        "--repeat",
+        "1",
+        "--workers",
+        "2",
+    ]);
+    // threads: ito and shared; pool: the three impls.
+    assert_eq!(recs.len(), 2 + 3);
+    for r in &recs {
+        check_futures_record(r, "read-concurrent");
+        assert_eq!(r["readers"], 3);
+        assert_eq!(r["delay_us"], 100);
+        assert!(r["after_complete_s"].as_f64().unwrap() >= 0.0);
+        assert_eq!(r.get("workers").is_some(), r["mode"] == "pool", "{r}");
+    }
+    assert!(err.contains("pool mode only"), "{err}");
+    let (recs, err) = records(&[
+        "futures",
+        "callbacks",
+        "--count",
+        "5",
+        "--delay",
+        "0,100us",
+        "--repeat",
+        "1",
+        "--workers",
+        "2",
+    ]);
+    assert_eq!(recs.len(), 2 * 3);
+    for r in &recs {
+        check_futures_record(r, "callbacks");
+        assert_eq!(r["count"], 5);
+        assert_eq!(r.get("after_complete_s").is_some(), r["delay_us"] == 100);
+    }
+    assert!(err.contains("wake-ups"), "{err}");
+}
+
+#[test]
+fn futures_first_completed_reports_accuracy() {
+    let (recs, err) = records(&[
+        "futures",
+        "first-completed",
+        "--futures",
+        "3",
+        "--repeat",
+        "2",
+        "--workers",
+        "2",
+    ]);
+    // One line per (futures, impl) covering the repetitions.
+    assert_eq!(recs.len(), 3);
+    for r in &recs {
+        check_futures_record(r, "first-completed");
+        assert_eq!(r["futures"], 3);
+        assert_eq!(r["reps"], 2);
+        assert_eq!(r["busy"], "deadline");
+        let acc = r["accuracy"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&acc));
+        assert!(r["zero_first"].as_u64().unwrap() <= 2);
+        assert!(r["faithful"].as_u64().unwrap() <= 2);
+        assert!((0.0..=1.0).contains(&r["faithfulness"].as_f64().unwrap()));
+        assert!(r["seconds"].as_f64().unwrap() >= 500e-6, "{r}");
+    }
+    assert!(err.contains("acc ito"), "{err}");
+    assert!(err.contains("0-first"), "{err}");
+}
+
+#[test]
+fn futures_run_past_its_timeout_is_recorded_and_exits_1() {
+    let out = bench(&[
+        "futures",
+        "read-concurrent",
+        "--readers",
+        "1",
+        "--mode",
+        "threads",
+        "--impl",
+        "ito",
+        "--delay",
+        "5s",
+        "--timeout-s",
+        "0.05",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"], "timeout");
+    assert_eq!(v["bench"], "read-concurrent");
 }

@@ -45,8 +45,15 @@ impl Drop for Deferred {
 /// `list` was taken from `cell` by `publish`, and the caller holds a reference to `cell` for
 /// the duration of the call.
 pub(crate) unsafe fn dispatch(cell: NonNull<CellHeader>, list: *const Waiter) {
+    // Off the workers, the tasks woken here are pushed together (`runtime::wake_batch`).
+    let batch = if crate::runtime::worker::current_ctx().is_none() {
+        crate::runtime::wake_batch::open()
+    } else {
+        None
+    };
     // SAFETY: forwarded from the caller.
     let callbacks = unsafe { release_owners(cell, list) };
+    drop(batch);
     if callbacks.is_null() {
         return;
     }

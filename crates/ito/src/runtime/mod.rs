@@ -550,6 +550,21 @@ impl Shared {
         }
     }
 
+    /// Queues tasks woken together from a thread that is not one of ours, with one
+    /// notification.
+    fn push_remote_batch(&'static self, tasks: Vec<TaskRef>) {
+        if self.is_shutdown() {
+            for t in tasks {
+                t.cancel();
+            }
+            return;
+        }
+        for t in tasks {
+            self.injector.push(t);
+        }
+        self.after_remote_push();
+    }
+
     /// Queues a task from a thread that is not one of ours.
     pub(super) fn push_remote(&'static self, task: TaskRef) {
         if self.is_shutdown() {
@@ -557,6 +572,12 @@ impl Shared {
             return;
         }
         self.injector.push(task);
+        self.after_remote_push();
+    }
+
+    /// Wakes a worker for what was just pushed to the injector, and handles the races with
+    /// shutdown and with every thread being blocked.
+    fn after_remote_push(&'static self) {
         self.notify_work(true);
         if self.is_shutdown() {
             // Raced with shutdown's last sweep: nobody will run it.
@@ -629,7 +650,80 @@ pub(crate) fn schedule(task: TaskRef) {
     let shared = task.sched();
     match worker::current_for(shared) {
         Some(ctx) => ctx.push_woken(task),
-        None => shared.push_remote(task),
+        None => {
+            if let Err(task) = wake_batch::add(task) {
+                shared.push_remote(task);
+            }
+        }
+    }
+}
+
+/// Wakes from a thread that is not a worker, batched: completing a future that many tasks
+/// await (from a plain thread) would otherwise push and notify once per task, and each
+/// notification can wake a worker that runs its one task and sleeps again before the next,
+/// one futex wake and context switch per waiter (measured: 60 waiters, 0.3-0.5 ms). Inside a
+/// batch, woken tasks are collected and pushed together with one notification.
+pub(crate) mod wake_batch {
+    use std::cell::RefCell;
+
+    use crate::task::TaskRef;
+
+    thread_local! {
+        static BATCH: RefCell<Option<Vec<TaskRef>>> = const { RefCell::new(None) };
+    }
+
+    /// Adds `task` to this thread's open batch, or gives it back if there is none.
+    pub(crate) fn add(task: TaskRef) -> Result<(), TaskRef> {
+        let mut task = Some(task);
+        let _ = BATCH.try_with(|b| {
+            if let Ok(mut b) = b.try_borrow_mut() {
+                if let Some(v) = b.as_mut() {
+                    v.extend(task.take());
+                }
+            }
+        });
+        match task {
+            Some(t) => Err(t),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens a batch on this thread (unless one is open), closed and flushed when the guard
+    /// drops.
+    pub(crate) fn open() -> Option<Guard> {
+        BATCH
+            .try_with(|b| {
+                let mut b = b.try_borrow_mut().ok()?;
+                if b.is_some() {
+                    return None;
+                }
+                *b = Some(Vec::new());
+                Some(Guard(()))
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Flushes the batch on drop.
+    pub(crate) struct Guard(());
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let tasks = BATCH
+                .try_with(|b| b.borrow_mut().take())
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let mut tasks = tasks.into_iter().peekable();
+            while let Some(first) = tasks.next() {
+                let shared = first.sched();
+                let mut same = vec![first];
+                while let Some(t) = tasks.next_if(|t| std::ptr::eq(t.sched(), shared)) {
+                    same.push(t);
+                }
+                shared.push_remote_batch(same);
+            }
+        }
     }
 }
 

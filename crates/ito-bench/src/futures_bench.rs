@@ -1,5 +1,5 @@
 //! `ito-bench futures <bench>`: document 004's ScalaMeter benchmarks of futures and promises
-//! (Schwarz and Sulzmann, "STM-Based Futures and Promises in Scala"), on ito and two peers.
+//! (Schwarz and Sulzmann, "STM-Based Futures and Promises in Scala"), on ito and its peers.
 //!
 //! # The implementations
 //!
@@ -13,6 +13,9 @@
 //!   A tokio oneshot has one reader, so tokio runs only where that fits, or where the
 //!   receiver can be wrapped in `Shared` without making it the `shared` peer again (pool
 //!   mode, on tokio's own scheduler).
+//! - `mutex`: the peer of `philosophers` only (see there): forks are
+//!   `parking_lot::Mutex<Option<usize>>`, tasks on the same `futures::executor::ThreadPool`
+//!   of `--workers` threads as `shared`.
 //!
 //! Failures are `ito::Failure::NoSuchElement` for ito (no allocation) and a unit error type
 //! for the peers.
@@ -65,8 +68,32 @@
 //!   complete, else on the completing thread). Neither peer has callbacks: a callback is a
 //!   task spawned on the pool that awaits a `Shared` clone and then runs (which is what
 //!   Scala's `onComplete` does: it schedules the callback on the execution context).
-//! - `philosophers` (the document's dining philosophers with `multiTrySuccess`) is not
-//!   here: it needs `ito::stm::multi_try_success`, which ito does not have yet.
+//! - `philosophers --n N --rounds R`: the dining philosophers race. Each round: N fresh
+//!   forks, and N philosopher tasks on the pool, philosopher p trying once to take forks p
+//!   and p+1 (mod N) both at once; the round ends when every philosopher has tried (a
+//!   count-down latch; the time of a round is from the creation of its forks to the last
+//!   try). ito: the forks are `ito::Promise<usize>` and a philosopher calls
+//!   [`ito::stm::multi_try_success`] on his two (the document's `multiTrySuccess`, which
+//!   completes every promise or none), tasks on the `ito::Runtime` (`spawn_fn`). Neither
+//!   futures-rs nor tokio can complete several futures at once (a oneshot `send` is one
+//!   future, and two sends are two separate moments), so a futures peer cannot take both
+//!   forks or neither. The peer is therefore `mutex`, what the document says Scala's
+//!   promises would need instead ("locks ... and some order function to lock and unlock in
+//!   proper order"): each fork is a `parking_lot::Mutex<Option<usize>>`, and a philosopher
+//!   `try_lock`s his two forks in index order and, if both are free, takes both, else
+//!   neither (no waiting: one try, like `multiTrySuccess`); tasks on a
+//!   `futures::executor::ThreadPool` of `--workers` threads, the pool of the `shared` peer
+//!   in the other benchmarks. After each round (not timed) every fork is read and the round
+//!   is checked to be all-or-nothing: every fork taken belongs to one of its two
+//!   philosophers, who won and holds both his forks; no two neighbours both won; at least
+//!   one won. For ito also: every loser has a neighbour who won (`multi_try_success` fails
+//!   only when a fork is taken). A `mutex` loser may have none: `try_lock` fails on a fork a
+//!   neighbour holds for a moment before giving it back (`unforced_losses` counts them).
+//!   One JSON line per run (all the rounds of one N, one impl): `seconds` for all the
+//!   rounds, `ns_per_item` per philosopher's try, `rounds_ok` (must equal `rounds`; else
+//!   the process exits with status 1), `winners_per_round` (the mean) and
+//!   `unforced_losses`. The time includes spawning N tasks a round on the impl's pool, so
+//!   the two differ by their pools as well as by how they take the forks.
 //!
 //! A run past `--timeout-s` is reported and ends the process with status 1; the deadline is
 //! kept by one watchdog thread for the whole command (armed and disarmed around each run
@@ -128,7 +155,9 @@ const VALUE: u64 = 42;
     long_about = "Document 004 (STM-based futures and promises in Scala): its ScalaMeter \
         benchmarks on ito and two peers: shared (futures-rs: a oneshot channel wrapped in \
         Shared, the futures thread pool) and tokio (tokio::sync::oneshot and tokio's \
-        runtime, where a single-reader future fits).\n\n\
+        runtime, where a single-reader future fits); for philosophers, whose \
+        multiTrySuccess neither has, the peer is mutex (forks as try-locked mutexes on the \
+        futures thread pool).\n\n\
         Runs are interleaved: for each parameter value, repetition, impl. One JSON line per \
         run on stdout; a summary (medians, ratios ito/peer) on stderr. Exit status: 0 if \
         every run was right, 1 if one failed, 2 for bad arguments."
@@ -151,6 +180,9 @@ enum Bench {
     FirstCompleted(FirstCompletedArgs),
     /// N callbacks on a future that completes at once or after a delay.
     Callbacks(CallbacksArgs),
+    /// Dining philosophers: each round, N philosophers race once for fresh forks, taking both
+    /// or neither (ito: multi_try_success on promise forks; peer: try-locked mutexes).
+    Philosophers(PhilosophersArgs),
 }
 
 /// Options every benchmark takes.
@@ -162,7 +194,8 @@ struct Common {
     /// Worker threads of each impl's pool [default: number of CPUs]
     #[arg(long)]
     workers: Option<usize>,
-    /// Repetitions of each configuration [default: 20; first-completed 50]
+    /// Repetitions of each configuration [default: 20; first-completed 50; philosophers 20
+    /// runs of --rounds rounds]
     #[arg(long)]
     repeat: Option<u32>,
     /// Wall-clock limit of each run in seconds (a run past it is recorded as failed and the
@@ -258,6 +291,19 @@ struct CallbacksArgs {
     common: Common,
 }
 
+/// Arguments of `futures philosophers`.
+#[derive(Args, Debug)]
+struct PhilosophersArgs {
+    /// Number(s) of philosophers (and forks), at least 2.
+    #[arg(long, value_delimiter = ',', default_value = "3,5,10,20,35,50,65")]
+    n: Vec<usize>,
+    /// Rounds per run (fresh forks each round).
+    #[arg(long, default_value_t = 100)]
+    rounds: usize,
+    #[command(flatten)]
+    common: Common,
+}
+
 /// Parses a delay: `0`, or a number with a unit `ns`, `us`, `ms` or `s`.
 fn parse_delay(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -290,6 +336,9 @@ enum FutImpl {
     Shared,
     /// tokio::sync::oneshot on a tokio multi-thread runtime.
     Tokio,
+    /// philosophers only: forks as parking_lot mutexes, try-locked in order, on the futures
+    /// ThreadPool.
+    Mutex,
 }
 
 impl FutImpl {
@@ -298,6 +347,7 @@ impl FutImpl {
             FutImpl::Ito => "ito",
             FutImpl::Shared => "shared",
             FutImpl::Tokio => "tokio",
+            FutImpl::Mutex => "mutex",
         }
     }
 }
@@ -334,9 +384,10 @@ enum Busy {
 struct FutRecord {
     /// Always `"futures"`.
     experiment: &'static str,
-    /// `or-alt`, `read-seq`, `read-concurrent`, `first-completed` or `callbacks`.
+    /// `or-alt`, `read-seq`, `read-concurrent`, `first-completed`, `callbacks` or
+    /// `philosophers`.
     bench: &'static str,
-    /// `ito`, `shared` or `tokio`.
+    /// `ito`, `shared`, `tokio` or `mutex`.
     #[serde(rename = "impl")]
     imp: &'static str,
     /// or-alt: or_alt combinators in the chain.
@@ -363,6 +414,12 @@ struct FutRecord {
     /// callbacks: callbacks attached.
     #[serde(skip_serializing_if = "Option::is_none")]
     count: Option<usize>,
+    /// philosophers: philosophers (and forks) per round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    philosophers: Option<usize>,
+    /// philosophers: rounds of the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds: Option<usize>,
     /// read-concurrent, callbacks: delay of the completion in µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     delay_us: Option<u64>,
@@ -375,10 +432,11 @@ struct FutRecord {
     /// Micro benchmarks: operations timed together (`seconds` is their mean).
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<u64>,
-    /// Seconds of one operation (first-completed: the median of the repetitions).
+    /// Seconds of one operation (first-completed: the median of the repetitions;
+    /// philosophers: all the rounds of the run).
     seconds: Option<f64>,
-    /// `seconds` divided by the parameter (per or_alt, read, reader, future or callback), in
-    /// nanoseconds.
+    /// `seconds` divided by the parameter (per or_alt, read, reader, future or callback;
+    /// philosophers: per philosopher's try, `rounds * philosophers` of them), in nanoseconds.
     ns_per_item: Option<f64>,
     /// read-concurrent, callbacks with a delay: seconds from the completion to the last
     /// read or callback.
@@ -408,6 +466,17 @@ struct FutRecord {
     /// first-completed: `faithful / reps`.
     #[serde(skip_serializing_if = "Option::is_none")]
     faithfulness: Option<f64>,
+    /// philosophers: rounds that were all-or-nothing (see the module documentation); the
+    /// run is ok only if this is `rounds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds_ok: Option<usize>,
+    /// philosophers: the mean number of philosophers who ate in a round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    winners_per_round: Option<f64>,
+    /// philosophers: losers neither of whose neighbours won, over all the rounds (a try that
+    /// failed though no fork of the loser was taken for good; always 0 for ito).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unforced_losses: Option<u64>,
     /// `git rev-parse --short HEAD`, or `"unknown"`.
     commit: String,
     /// CPUs available to the process.
@@ -457,7 +526,10 @@ impl Pools {
                             .map_err(|e| format!("building the ito runtime: {e}"))?,
                     );
                 }
-                FutImpl::Shared => {
+                FutImpl::Shared | FutImpl::Mutex => {
+                    if p.shared.is_some() {
+                        continue;
+                    }
                     p.shared = Some(
                         futures::executor::ThreadPool::builder()
                             .pool_size(workers)
@@ -546,8 +618,10 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
         Bench::ReadConcurrent(a) => ("read-concurrent", &a.common),
         Bench::FirstCompleted(a) => ("first-completed", &a.common),
         Bench::Callbacks(a) => ("callbacks", &a.common),
+        Bench::Philosophers(a) => ("philosophers", &a.common),
     };
     let fits: &[FutImpl] = match &args.bench {
+        Bench::Philosophers(_) => &[FutImpl::Ito, FutImpl::Mutex],
         Bench::ReadSeq(_) => &[FutImpl::Ito, FutImpl::Shared],
         Bench::ReadConcurrent(a) if !a.mode.contains(&Mode::Pool) => {
             &[FutImpl::Ito, FutImpl::Shared]
@@ -561,6 +635,10 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
     };
     if let Some(bad) = imps.iter().find(|i| !fits.contains(i)) {
         let why = match &args.bench {
+            Bench::Philosophers(_) => {
+                "neither futures-rs nor tokio completes several futures at once; the peer is mutex"
+            }
+            _ if *bad == FutImpl::Mutex => "mutex is the peer of philosophers only",
             Bench::ReadConcurrent(_) => {
                 "a tokio oneshot has one reader; tokio runs in --mode pool only"
             }
@@ -592,9 +670,20 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
         Bench::ReadConcurrent(a) => a.readers.contains(&0).then_some("--readers"),
         Bench::FirstCompleted(a) => a.futures.contains(&0).then_some("--futures"),
         Bench::Callbacks(a) => a.count.contains(&0).then_some("--count"),
+        Bench::Philosophers(_) => None,
     };
     if let Some(flag) = zero_param {
         return crate::usage_error(&format!("{flag} values must be at least 1"));
+    }
+    if let Bench::Philosophers(a) = &args.bench {
+        if a.n.iter().any(|&n| n < 2) {
+            return crate::usage_error(
+                "--n values must be at least 2 (a philosopher needs two forks)",
+            );
+        }
+        if a.rounds == 0 {
+            return crate::usage_error("--rounds must be at least 1");
+        }
     }
     let sink = match measure::results_sink(common.record, "futures.jsonl") {
         Ok(s) => s,
@@ -637,6 +726,7 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
         Bench::Callbacks(a) => {
             callbacks(&mut ctx, &pools, &imps, &dedup(&a.count), &dedup(&a.delay))
         }
+        Bench::Philosophers(a) => philosophers(&mut ctx, &pools, &imps, &dedup(&a.n), a.rounds),
     }
     eprint!("{}", summary(name, &ctx.records, &imps, workers, repeat));
     if ctx.all_ok {
@@ -846,6 +936,9 @@ fn or_alt(ctx: &mut Ctx, imps: &[FutImpl], chains: &[usize], succeeds: &[Succeed
                     FutImpl::Ito => Box::new(move || or_alt_ito(chain, succeed)),
                     FutImpl::Shared => Box::new(move || or_alt_shared(chain, succeed)),
                     FutImpl::Tokio => Box::new(move || or_alt_tokio(chain, succeed)),
+                    FutImpl::Mutex => {
+                        unreachable!("checked: mutex is the peer of philosophers only")
+                    }
                 });
             }
             micro(ctx, templates, ops, chain);
@@ -904,6 +997,7 @@ fn read_seq(ctx: &mut Ctx, imps: &[FutImpl], reads: &[usize]) {
                     }));
                 }
                 FutImpl::Tokio => unreachable!("checked: tokio does not fit read-seq"),
+                FutImpl::Mutex => unreachable!("checked: mutex is the peer of philosophers only"),
             }
         }
         micro(ctx, templates, ops, n);
@@ -1078,6 +1172,7 @@ fn read_concurrent_once(
             }
             completer
         }
+        FutImpl::Mutex => unreachable!("checked: mutex is the peer of philosophers only"),
     };
     let (done_at, ok) = latch.wait();
     let completed_at = completer.join().expect("the completer panicked");
@@ -1243,6 +1338,7 @@ fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: Busy) -> Ra
             futures::executor::block_on(futures::future::join_all(rest));
             (seconds, winner.unwrap_or(usize::MAX))
         }
+        FutImpl::Mutex => unreachable!("checked: mutex is the peer of philosophers only"),
     };
     // Every future has completed (and stamped) by now.
     let earliest = (0..n)
@@ -1370,6 +1466,7 @@ fn callbacks_once(pools: &Pools, imp: FutImpl, n: usize, delay: Duration) -> Tim
             }
             (start, completer)
         }
+        FutImpl::Mutex => unreachable!("checked: mutex is the peer of philosophers only"),
     };
     let (done_at, ok) = latch.wait();
     let completed_at = completer.map(|c| c.join().expect("the completer panicked"));
@@ -1414,6 +1511,207 @@ fn callbacks(
 }
 
 // ---------------------------------------------------------------------------------------------
+// philosophers
+
+/// A fork of the `mutex` peer: `None` on the table, `Some(p)` taken by philosopher p.
+type MutexFork = parking_lot::Mutex<Option<usize>>;
+
+/// Philosopher `p` of `forks.len()` tries once to take forks p and p+1 both: `try_lock`s in
+/// index order (the lock order the document says Scala's promises would need), and takes
+/// both if both are free, else neither.
+fn take_both_mutex(forks: &[MutexFork], p: usize) -> bool {
+    let q = (p + 1) % forks.len();
+    let (lo, hi) = (p.min(q), p.max(q));
+    let Some(mut first) = forks[lo].try_lock() else {
+        return false;
+    };
+    if first.is_some() {
+        return false;
+    }
+    let Some(mut second) = forks[hi].try_lock() else {
+        return false;
+    };
+    if second.is_some() {
+        return false;
+    }
+    *first = Some(p);
+    *second = Some(p);
+    true
+}
+
+/// What one round left: who won, and who holds each fork.
+struct Round {
+    /// Seconds from the creation of the forks to the last philosopher's try.
+    seconds: f64,
+    won: Vec<bool>,
+    holder: Vec<Option<usize>>,
+}
+
+/// One round: `n` fresh forks and `n` philosopher tasks on the impl's pool, each trying once.
+fn philosophers_round(pools: &Pools, imp: FutImpl, n: usize) -> Round {
+    let latch = Latch::new(n);
+    let won: Arc<[AtomicBool]> = (0..n).map(|_| AtomicBool::new(false)).collect();
+    match imp {
+        FutImpl::Ito => {
+            let rt = pools.ito();
+            let start = Instant::now();
+            let forks: Arc<[ito::Promise<usize>]> = (0..n).map(|_| ito::Promise::new()).collect();
+            for p in 0..n {
+                let (forks, won, latch) = (forks.clone(), won.clone(), latch.clone());
+                drop(rt.spawn_fn(move || {
+                    let ate =
+                        ito::stm::multi_try_success([(&forks[p], p), (&forks[(p + 1) % n], p)]);
+                    won[p].store(ate, Ordering::Relaxed);
+                    latch.count_down(true);
+                }));
+            }
+            let (done_at, _) = latch.wait();
+            Round {
+                seconds: done_at.duration_since(start).as_secs_f64(),
+                won: won.iter().map(|w| w.load(Ordering::Relaxed)).collect(),
+                // A failed fork (none should be) reads as held by nobody who could hold it.
+                holder: forks
+                    .iter()
+                    .map(|f| f.future().value().map(|v| v.unwrap_or(usize::MAX)))
+                    .collect(),
+            }
+        }
+        FutImpl::Mutex => {
+            let pool = pools.shared();
+            let start = Instant::now();
+            let forks: Arc<[MutexFork]> = (0..n).map(|_| parking_lot::Mutex::new(None)).collect();
+            for p in 0..n {
+                let (forks, won, latch) = (forks.clone(), won.clone(), latch.clone());
+                pool.spawn_ok(async move {
+                    won[p].store(take_both_mutex(&forks, p), Ordering::Relaxed);
+                    latch.count_down(true);
+                });
+            }
+            let (done_at, _) = latch.wait();
+            Round {
+                seconds: done_at.duration_since(start).as_secs_f64(),
+                won: won.iter().map(|w| w.load(Ordering::Relaxed)).collect(),
+                holder: forks.iter().map(|f| *f.lock()).collect(),
+            }
+        }
+        FutImpl::Shared | FutImpl::Tokio => unreachable!("checked: only ito and mutex fit"),
+    }
+}
+
+/// Checks that a round was all-or-nothing: every fork taken belongs to one of its two
+/// philosophers, who won and holds both his forks; no two neighbours both won; someone won.
+/// With `strict` (ito), also that every loser has a neighbour who won. The unforced losses
+/// (losers with no winning neighbour), or what is wrong.
+fn check_round(won: &[bool], holder: &[Option<usize>], strict: bool) -> Result<u64, String> {
+    let n = won.len();
+    let right = |p: usize| (p + 1) % n;
+    let left = |p: usize| (p + n - 1) % n;
+    for (f, h) in holder.iter().enumerate() {
+        if let &Some(h) = h {
+            if h >= n || (h != f && right(h) != f) {
+                return Err(format!("fork {f} went to {h}, who does not sit next to it"));
+            }
+            if !won[h] {
+                return Err(format!("fork {f} went to philosopher {h}, who did not eat"));
+            }
+        }
+    }
+    let mut unforced = 0;
+    for p in 0..n {
+        if won[p] {
+            if holder[p] != Some(p) || holder[right(p)] != Some(p) {
+                return Err(format!("philosopher {p} ate without both his forks"));
+            }
+            if won[right(p)] {
+                return Err(format!("neighbours {p} and {} both ate", right(p)));
+            }
+        } else if !won[left(p)] && !won[right(p)] {
+            if strict {
+                return Err(format!("philosopher {p} lost though no neighbour ate"));
+            }
+            unforced += 1;
+        }
+    }
+    if !won.contains(&true) {
+        return Err("nobody ate".to_owned());
+    }
+    Ok(unforced)
+}
+
+/// What a run of `philosophers` measured.
+struct PhiloRun {
+    seconds: f64,
+    rounds_ok: usize,
+    winners: usize,
+    unforced: u64,
+    /// The first round that was not all-or-nothing, and why.
+    first_error: Option<String>,
+}
+
+fn philosophers_once(pools: &Pools, imp: FutImpl, n: usize, rounds: usize) -> PhiloRun {
+    let mut run = PhiloRun {
+        seconds: 0.0,
+        rounds_ok: 0,
+        winners: 0,
+        unforced: 0,
+        first_error: None,
+    };
+    for r in 0..rounds {
+        let round = philosophers_round(pools, imp, n);
+        run.seconds += round.seconds;
+        run.winners += round.won.iter().filter(|&&w| w).count();
+        match check_round(&round.won, &round.holder, imp == FutImpl::Ito) {
+            Ok(unforced) => {
+                run.rounds_ok += 1;
+                run.unforced += unforced;
+            }
+            Err(e) => {
+                run.first_error
+                    .get_or_insert_with(|| format!("round {r}: {e}"));
+            }
+        }
+    }
+    run
+}
+
+fn philosophers(ctx: &mut Ctx, pools: &Pools, imps: &[FutImpl], ns: &[usize], rounds: usize) {
+    let variant = format!("{rounds} rounds");
+    for &n in ns {
+        let template = |imp| {
+            let mut rec = template("philosophers", imp, variant.clone(), n);
+            rec.philosophers = Some(n);
+            rec.rounds = Some(rounds);
+            rec.workers = Some(pools.workers);
+            rec
+        };
+        // Warm-up: one run per impl.
+        for &imp in imps {
+            ctx.guarded(&template(imp), || philosophers_once(pools, imp, n, rounds));
+        }
+        for rep in 0..ctx.repeat {
+            for &imp in imps {
+                let mut rec = template(imp);
+                rec.rep = Some(rep);
+                let run = ctx.guarded(&rec, || philosophers_once(pools, imp, n, rounds));
+                rec.seconds = Some(run.seconds);
+                rec.ns_per_item = Some(run.seconds / (rounds * n) as f64 * 1e9);
+                rec.rounds_ok = Some(run.rounds_ok);
+                rec.winners_per_round = Some(run.winners as f64 / rounds as f64);
+                rec.unforced_losses = Some(run.unforced);
+                rec.ok = run.rounds_ok == rounds;
+                if let Some(e) = run.first_error {
+                    rec.error = Some(format!(
+                        "{} of {rounds} rounds were not all-or-nothing; first: {e}",
+                        rounds - run.rounds_ok
+                    ));
+                }
+                ctx.emit(rec);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Summary
 
 /// The human summary printed on stderr at the end.
@@ -1427,8 +1725,11 @@ fn summary(
     use std::fmt::Write;
     let mut s = String::new();
     let first_completed = bench == "first-completed";
+    let philosophers = bench == "philosophers";
     let what = if first_completed {
         "median µs to the first result over {repeat} repetitions, accuracy = future 0 won"
+    } else if philosophers {
+        "median µs for all the rounds of a run over {repeat} runs, win = mean winners per round"
     } else {
         "median µs per operation over {repeat} runs"
     };
@@ -1451,6 +1752,11 @@ fn summary(
             let _ = write!(header, " {:>10}", format!("acc {}", imp.name()));
         }
     }
+    if philosophers {
+        for imp in imps {
+            let _ = write!(header, " {:>10}", format!("win {}", imp.name()));
+        }
+    }
     let _ = writeln!(s, "{header}");
     // Keys in the order the records came.
     let mut keys: Vec<(String, usize)> = Vec::new();
@@ -1467,6 +1773,12 @@ fn summary(
             .filter_map(|r| r.seconds)
             .collect();
         measure::median(&mut v)
+    };
+    let of_runs = |variant: &str, param: usize, imp: FutImpl| -> Vec<&FutRecord> {
+        records
+            .iter()
+            .filter(|r| r.variant == variant && r.param == param && r.imp == imp.name())
+            .collect()
     };
     let accuracy_of = |variant: &str, param: usize, imp: FutImpl| -> Option<f64> {
         records
@@ -1502,7 +1814,45 @@ fn summary(
                 };
             }
         }
+        if philosophers {
+            for &imp in imps {
+                let runs = of_runs(variant, *param, imp);
+                let wins: Vec<f64> = runs.iter().filter_map(|r| r.winners_per_round).collect();
+                let _ = if wins.is_empty() {
+                    write!(line, " {:>10}", "-")
+                } else {
+                    write!(
+                        line,
+                        " {:>10.2}",
+                        wins.iter().sum::<f64>() / wins.len() as f64
+                    )
+                };
+            }
+        }
         let _ = writeln!(s, "{line}");
+    }
+    if philosophers {
+        let _ = writeln!(
+            s,
+            "all-or-nothing rounds / rounds, and unforced losses (a loser with no winning \
+             neighbour) per round, over every run:"
+        );
+        for (variant, param) in &keys {
+            let mut line = format!("{variant:<10} {param:>6}");
+            for &imp in imps {
+                let runs = of_runs(variant, *param, imp);
+                let ok: usize = runs.iter().filter_map(|r| r.rounds_ok).sum();
+                let rounds: usize = runs.iter().filter_map(|r| r.rounds).sum();
+                let unforced: u64 = runs.iter().filter_map(|r| r.unforced_losses).sum();
+                let cell = format!(
+                    "{} {ok}/{rounds} {:.2}",
+                    imp.name(),
+                    unforced as f64 / rounds.max(1) as f64
+                );
+                let _ = write!(line, "  {cell:<24}");
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
     }
     if records.iter().any(|r| r.after_complete_s.is_some()) {
         let _ = writeln!(
@@ -1636,6 +1986,69 @@ mod tests {
                 assert!(race.seconds >= 500e-6, "{imp:?}: {}", race.seconds);
             }
         }
+    }
+
+    #[test]
+    fn check_round_finds_what_is_not_all_or_nothing() {
+        let (t, f) = (true, false);
+        // 5 philosophers: 0 and 2 ate (forks 0, 1 and 2, 3), fork 4 is on the table.
+        let holder = [Some(0), Some(0), Some(2), Some(2), None];
+        assert_eq!(check_round(&[t, f, t, f, f], &holder, true), Ok(0));
+        // 0 alone ate: 3 lost with no winning neighbour (forks 3 and 4 on the table).
+        let alone = [Some(0), Some(0), None, None, None];
+        assert_eq!(check_round(&[t, f, f, f, f], &alone, false), Ok(2));
+        assert!(check_round(&[t, f, f, f, f], &alone, true).is_err());
+        // A fork taken by a loser, a winner with one fork, a fork with a stranger, neighbours
+        // who both ate, nobody who ate.
+        let half = [Some(0), Some(0), Some(2), None, None];
+        assert!(check_round(&[t, f, f, f, f], &half, false).is_err());
+        assert!(check_round(&[t, f, t, f, f], &half, false).is_err());
+        let stranger = [Some(0), Some(0), Some(4), None, None];
+        assert!(check_round(&[t, f, f, f, t], &stranger, false).is_err());
+        let both = [Some(0), Some(1), Some(1), None, None];
+        assert!(check_round(&[t, t, f, f, f], &both, false).is_err());
+        assert!(check_round(&[f; 5], &[None; 5], false).is_err());
+    }
+
+    #[test]
+    fn philosopher_rounds_are_all_or_nothing_on_both_impls() {
+        let imps = [FutImpl::Ito, FutImpl::Mutex];
+        let pools = Pools::new(&imps, 2).unwrap();
+        for imp in imps {
+            for n in [2, 3, 7] {
+                let run = philosophers_once(&pools, imp, n, 20);
+                assert_eq!(run.rounds_ok, 20, "{imp:?} {n}: {:?}", run.first_error);
+                assert!(
+                    run.winners >= 20 && run.winners <= 20 * (n / 2),
+                    "{imp:?} {n}"
+                );
+                assert!(run.seconds > 0.0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_mutex_philosopher_takes_both_forks_or_neither() {
+        let fresh =
+            || -> Vec<MutexFork> { (0..3).map(|_| parking_lot::Mutex::new(None)).collect() };
+        let forks = fresh();
+        assert!(take_both_mutex(&forks, 2)); // forks 2 and 0
+        assert!(!take_both_mutex(&forks, 0)); // fork 0 is taken: fork 1 stays
+        assert!(!take_both_mutex(&forks, 1)); // fork 2 is taken: fork 1 stays
+        assert_eq!(
+            forks.iter().map(|f| *f.lock()).collect::<Vec<_>>(),
+            [Some(2), None, Some(2)]
+        );
+        // A fork locked for a moment by a neighbour: the try fails, and takes nothing.
+        let forks = fresh();
+        let held = forks[1].lock();
+        assert!(!take_both_mutex(&forks, 0));
+        drop(held);
+        assert_eq!(
+            forks.iter().map(|f| *f.lock()).collect::<Vec<_>>(),
+            [None; 3]
+        );
+        assert!(take_both_mutex(&forks, 0));
     }
 
     #[test]

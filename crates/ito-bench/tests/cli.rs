@@ -312,6 +312,11 @@ fn futures_bad_arguments_are_one_line_and_exit_2() {
         &["futures", "first-completed", "--futures", "0"],
         &["futures", "callbacks", "--delay", "1 fortnight"],
         &["futures", "callbacks", "--timeout-s", "-1"],
+        &["futures", "callbacks", "--impl", "mutex"],
+        &["futures", "philosophers", "--n", "1"],
+        &["futures", "philosophers", "--rounds", "0"],
+        &["futures", "philosophers", "--impl", "shared"],
+        &["futures", "philosophers", "--impl", "tokio"],
     ] {
         let out = bench(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -434,6 +439,42 @@ fn futures_first_completed_reports_accuracy() {
     }
     assert!(err.contains("acc ito"), "{err}");
     assert!(err.contains("0-first"), "{err}");
+}
+
+#[test]
+fn futures_philosophers_rounds_are_all_or_nothing() {
+    let (recs, err) = records(&[
+        "futures",
+        "philosophers",
+        "--n",
+        "3,6",
+        "--rounds",
+        "5",
+        "--repeat",
+        "2",
+        "--workers",
+        "2",
+    ]);
+    // Two sizes, two repetitions, ito and mutex, interleaved.
+    assert_eq!(recs.len(), 2 * 2 * 2);
+    assert_eq!(recs[0]["impl"], "ito");
+    assert_eq!(recs[1]["impl"], "mutex");
+    for r in &recs {
+        check_futures_record(r, "philosophers");
+        let n = r["philosophers"].as_u64().unwrap();
+        assert!([3, 6].contains(&n), "{r}");
+        assert_eq!(r["rounds"], 5);
+        assert_eq!(r["rounds_ok"], 5);
+        assert_eq!(r["workers"], 2);
+        let winners = r["winners_per_round"].as_f64().unwrap();
+        assert!(winners >= 1.0 && winners <= (n / 2) as f64, "{r}");
+        if r["impl"] == "ito" {
+            assert_eq!(r["unforced_losses"], 0, "{r}");
+        }
+    }
+    assert!(err.contains("ito/mutex"), "{err}");
+    assert!(err.contains("win ito"), "{err}");
+    assert!(err.contains("ito 10/10"), "{err}");
 }
 
 #[test]

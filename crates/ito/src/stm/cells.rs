@@ -53,16 +53,17 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// ```
     pub fn try_read_tx(&self, tx: &mut Tx) -> StmResult<Option<Result<T, Failure>>> {
         tx.check_failed()?;
+        let cell = NonNull::from(self.header());
+        // Our own completion first: if another got there before us, our commit will fail.
+        if let Some(p) = tx.pending_cell(cell) {
+            // SAFETY: a pending completion of this cell is a `Box<Result<T, Failure>>`.
+            return Ok(Some(unsafe { (*p.cast::<Result<T, Failure>>()).clone() }));
+        }
         if let Some(v) = self.inner().get() {
             if !tx.observe_complete_cell() {
                 return tx.conflict();
             }
             return Ok(Some(v.clone()));
-        }
-        let cell = NonNull::from(self.header());
-        if let Some(p) = tx.pending_cell(cell) {
-            // SAFETY: a pending completion of this cell is a `Box<Result<T, Failure>>`.
-            return Ok(Some(unsafe { (*p.cast::<Result<T, Failure>>()).clone() }));
         }
         match self.header().tx_state() {
             TxState::Complete => {

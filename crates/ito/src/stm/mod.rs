@@ -319,21 +319,29 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
     let sleeper = Sleeper::new(wake);
     let mut vars: Vec<std::ptr::NonNull<Header>> = Vec::new();
     for r in &tx.reads {
-        if !vars.contains(&r.hdr) {
+        if vars.contains(&r.hdr) {
+            continue;
+        }
+        // SAFETY: pinned (through `tx`), so allocated; the reference, if we get one, keeps it
+        // alive after we unpin. A variable whose last handle is gone cannot change: skip it.
+        let h = unsafe { r.hdr.as_ref() };
+        if h.try_inc_ref() {
+            h.waiters.register(&sleeper);
             vars.push(r.hdr);
         }
     }
-    for h in &vars {
-        // SAFETY: pinned (through `tx`); the reference keeps it alive after we unpin.
-        let h = unsafe { h.as_ref() };
-        h.inc_ref();
-        h.waiters.register(&sleeper);
-    }
+    assert!(
+        !vars.is_empty() || !tx.cell_reads.is_empty(),
+        "ito::stm: `retry` would wait for ever: every TVar the transaction read has been dropped"
+    );
     // Then mark each variable WAITERS, but only if it is still as we read it: a commit that
     // changed it since either came first (our CAS fails: run again now) or will see the bit
     // when it locks the variable (and wake us: we are on its list already).
     for r in &tx.reads {
-        // SAFETY: as above.
+        if !vars.contains(&r.hdr) {
+            continue;
+        }
+        // SAFETY: we hold a reference.
         if !unsafe { r.hdr.as_ref() }.mark_waiters(r.word) {
             sleeper.notify();
             break;

@@ -112,9 +112,28 @@ impl Header {
         }
     }
 
-    /// Adds a reference (a sleeping transaction keeps the variables it waits on).
+    /// Adds a reference (a handle's clone).
     pub(crate) fn inc_ref(&self) {
         self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds a reference unless the last one is already gone (a sleeping transaction keeps the
+    /// variables it waits on; one whose last handle was dropped, maybe by the transaction
+    /// itself, can never be written again, and its free is already on its way).
+    pub(crate) fn try_inc_ref(&self) -> bool {
+        let mut n = self.refs.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return false;
+            }
+            match self
+                .refs
+                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
     }
 
     /// Drops a reference; the last one frees the variable once no pinned reader can see it.

@@ -211,12 +211,17 @@ impl Tx {
     /// if anything committed since the snapshot was taken, the snapshot must move to now
     /// (a commit that wrote a variable we read and completed this cell would otherwise show
     /// us the variable before it and the cell after it). Returns `false` on a conflict.
+    ///
+    /// Cells seen empty must still be empty, whatever the clock says: plain completions do
+    /// not move it, and a cell seen empty, then another seen complete that was completed
+    /// after it, is a view no instant had.
     #[inline]
     pub(crate) fn observe_complete_cell(&mut self) -> bool {
         if self.reads.is_empty() && self.cell_reads.is_empty() {
             return true;
         }
-        self.global.clock.load(Ordering::Acquire) == self.rv || self.extend()
+        (self.global.clock.load(Ordering::Acquire) == self.rv || self.extend())
+            && self.cells_still_empty()
     }
 
     /// Runs `first`; if it calls [`retry`](super::retry), undoes its writes and runs `second`

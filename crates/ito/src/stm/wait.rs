@@ -42,12 +42,19 @@ impl Sleeper {
         self.notified.load(Ordering::Acquire)
     }
 
-    /// Marks it notified and wakes it (once).
+    /// Marks it notified and wakes it (once). A waker that panics is contained here: the
+    /// committer waking it has published already, and other sleepers still need waking.
     pub(crate) fn notify(&self) {
         if !self.notified.swap(true, Ordering::AcqRel) {
             match &self.wake {
                 Wake::Thread(t) => t.unpark(),
-                Wake::Waker(w) => w.wake_by_ref(),
+                Wake::Waker(w) => {
+                    let r =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake_by_ref()));
+                    if let Err(payload) = r {
+                        crate::failure::drop_payload(payload);
+                    }
+                }
             }
         }
     }

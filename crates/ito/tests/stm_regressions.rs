@@ -268,3 +268,206 @@ fn a_panicking_waker_loses_other_wake_ups() {
     );
     std::mem::forget(fut);
 }
+
+/// Makes the calling transaction's attempts conflict (through a helper thread's commit in the
+/// middle of the attempt) until `n` attempts have run; returns the attempt number.
+struct Conflicter {
+    x: Arc<TVar<u64>>,
+    y: Arc<TVar<u64>>,
+    go: mpsc::Sender<()>,
+    ack: mpsc::Receiver<()>,
+    attempts: u32,
+}
+
+impl Conflicter {
+    fn new() -> Conflicter {
+        let x = Arc::new(TVar::new(0u64));
+        let y = Arc::new(TVar::new(0u64));
+        let (go, go_rx) = mpsc::channel::<()>();
+        let (ack_tx, ack) = mpsc::channel::<()>();
+        let (x2, y2) = (x.clone(), y.clone());
+        std::thread::spawn(move || {
+            while go_rx.recv().is_ok() {
+                atomically(|tx| {
+                    x2.modify(tx, |v| v + 1)?;
+                    y2.modify(tx, |v| v + 1)
+                });
+                ack_tx.send(()).unwrap();
+            }
+        });
+        Conflicter {
+            x,
+            y,
+            go,
+            ack,
+            attempts: 0,
+        }
+    }
+
+    /// Call at the start of an attempt: the first `n` attempts end in a conflict.
+    fn maybe_conflict(&mut self, tx: &mut ito::stm::Tx, n: u32) -> ito::stm::StmResult<u32> {
+        self.attempts += 1;
+        if self.attempts <= n {
+            let _ = self.x.read(tx)?;
+            self.go.send(()).unwrap();
+            self.ack.recv().unwrap();
+            let _ = self.y.read(tx)?; // newer than the snapshot, x changed: conflict
+        }
+        Ok(self.attempts)
+    }
+}
+
+/// Finding 3: a transaction in serial mode (after 16 conflicts) that waits for a task (or a `join`
+/// side, or a scoped thread) which itself runs `atomically`: the inner transaction waits in
+/// `wait_while_serial` for ever, the outer waits for it: deadlock. The same code without serial
+/// mode completes. (Nesting detection is per thread, so this is not reported.)
+#[test]
+fn serial_mode_waiting_for_another_threads_transaction_deadlocks() {
+    let z = Arc::new(TVar::new(0u32));
+    let mut c = Conflicter::new();
+    let mut outcomes = Vec::new();
+    atomically(|tx| {
+        let attempt = c.maybe_conflict(tx, 16)?;
+        let z2 = z.clone();
+        let inner = ito::spawn_fn(move || atomically(|tx| z2.modify(tx, |v| v + 1)));
+        let r = inner.wait_timeout(Duration::from_secs(2));
+        outcomes.push((attempt, r.is_some()));
+        Ok(())
+    });
+    eprintln!("attempt, inner transaction finished within 2 s: {outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| o.1),
+        "inner transaction blocked: {outcomes:?}"
+    );
+}
+
+/// Finding 7: `atomically_async` keeps the serial token in the future; a panic in the serial attempt
+/// leaves it there until the future is dropped. While a panicked future is kept (a
+/// `catch_unwind` around `poll`, a leaked task), every other writer blocks.
+#[test]
+fn async_serial_token_survives_a_panic() {
+    use std::future::Future as _;
+    common::quiet_expected_panics();
+    let mut c = Conflicter::new();
+    let mut fut = atomically_async(move |tx| {
+        let attempt = c.maybe_conflict(tx, 16)?;
+        if attempt == 17 {
+            panic!("expected: serial attempt panics");
+        }
+        Ok(())
+    });
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = std::pin::Pin::new(&mut fut).poll(&mut cx);
+    }));
+    assert!(r.is_err());
+    let v = Arc::new(TVar::new(0));
+    let v2 = v.clone();
+    let other = std::thread::spawn(move || atomically(|tx| v2.write(tx, 1)));
+    std::thread::sleep(Duration::from_secs(1));
+    let blocked = !other.is_finished();
+    drop(fut);
+    other.join().unwrap();
+    assert!(
+        !blocked,
+        "an unrelated writer blocked while the panicked future was alive"
+    );
+}
+
+/// Finding 5: T2 completes p with 2 and sets x = true in one commit. Our attempt completed p (pending)
+/// before T2, then reads x: the snapshot extension accepts x = true (post-T2) although the cell
+/// we logged as empty is now complete (`cells_still_empty` skips cells we write). The attempt
+/// sees x == true together with p still "ours" (1): no instant had that.
+#[test]
+fn extension_ignores_a_cell_we_complete_that_another_completed() {
+    let p = Arc::new(Promise::<u32>::new());
+    let x = Arc::new(TVar::new(false));
+    let (p2, x2) = (p.clone(), x.clone());
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let t2 = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        let ok = atomically(|tx| {
+            x2.write(tx, true)?;
+            p2.try_success_tx(tx, 2)
+        });
+        done_tx.send(()).unwrap();
+        ok
+    });
+    let f = p.future();
+    let mut first = true;
+    let mut seen = Vec::new();
+    atomically(|tx| {
+        let mine = p.try_success_tx(tx, 1)?;
+        if first {
+            first = false;
+            go_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        }
+        let xv = x.read(tx)?;
+        let pv = f.try_read_tx(tx)?;
+        seen.push((mine, xv, pv));
+        Ok(())
+    });
+    assert!(t2.join().unwrap());
+    eprintln!("attempts saw (completed p?, x, p): {seen:?}");
+    assert!(
+        !seen.iter().any(|(mine, xv, _)| *mine && *xv),
+        "x = true (after T2) with p still empty for us"
+    );
+}
+
+/// Finding 11: a value replaced by a transaction on a worker that then goes idle is dropped
+/// soon (the worker hands its retired values to the collector before it sleeps).
+#[test]
+fn a_value_replaced_on_a_worker_that_goes_idle_is_dropped() {
+    let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    let (tx_, rx) = mpsc::channel::<()>();
+    let slot = Arc::new(TVar::new(Some(tx_)));
+    let s = slot.clone();
+    rt.spawn_fn(move || atomically(|tx| s.write(tx, None)))
+        .wait()
+        .unwrap();
+    // Other threads keep using the STM meanwhile (their pins advance the epoch and collect).
+    let other = TVar::new(0u64);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut r = Err(mpsc::RecvTimeoutError::Timeout);
+    while std::time::Instant::now() < deadline {
+        for i in 0..1000 {
+            atomically(|tx| other.write(tx, i));
+        }
+        r = rx.recv_timeout(Duration::from_millis(1));
+        if r.is_err_and(|e| e == mpsc::RecvTimeoutError::Disconnected) {
+            break;
+        }
+    }
+    assert_eq!(r, Err(mpsc::RecvTimeoutError::Disconnected));
+}
+
+/// Finding 12: an `StmError` kept from an earlier attempt and returned later would make the
+/// transaction run for ever: it is a clear panic instead.
+#[test]
+fn a_stale_conflict_is_a_clear_panic() {
+    common::quiet_expected_panics();
+    let mut c = Conflicter::new();
+    let mut kept: Option<ito::stm::StmError> = None;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        atomically(|tx| {
+            if let Some(e) = kept.take() {
+                return Err::<(), _>(e);
+            }
+            if let Err(e) = c.maybe_conflict(tx, 1) {
+                kept = Some(e);
+                return Err(e);
+            }
+            Ok(())
+        })
+    }));
+    let msg = r.unwrap_err();
+    let msg = msg
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(msg.contains("earlier attempt"), "{msg}");
+}

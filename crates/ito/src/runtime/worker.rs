@@ -532,6 +532,8 @@ impl WorkerCtx {
             }
         }
         let shared = self.shared;
+        // Values replaced by transactions on this thread get freed while it sleeps.
+        crate::stm::flush_retired();
         shared.idle.register_sleeper(self.index);
         if shared.idle.work_visible_with(|| shared.has_queued_work())
             && shared.idle.unregister_sleeper(self.index)

@@ -27,8 +27,17 @@
 //!   thread, like [`Future::wait`](crate::Future::wait)); [`atomically_async`] suspends the
 //!   task instead.
 //! - A transaction that keeps losing to others (16 conflicts in a row) runs in *serial mode*:
-//!   other transactions can still read, but may not commit until it is done. So a long
-//!   transaction is never starved forever by short ones.
+//!   other transactions defer to it (for up to 10 ms each, so that a serial transaction
+//!   waiting for another thread's transaction cannot deadlock). So a long transaction is not
+//!   starved by short ones.
+//! - `Ok(Err(e))` is a successful transaction: whatever it wrote commits. To give up with an
+//!   error and no writes, decide before writing (or return the error from a transaction that
+//!   only read).
+//! - A retry with a timeout is an `or_else` with a timer: `tx.or_else(|tx| ..., |tx|
+//!   ito::sleep(d).read_tx(tx))` ([`Future::read_tx`](crate::Future::read_tx)).
+//! - A value replaced in a `TVar` is dropped later, on whichever thread the epoch collector
+//!   runs it (a worker hands its share over before it sleeps): its `Drop` must not use the
+//!   STM, and should not rely on running promptly.
 //! - `atomically` inside a transaction panics: transactions compose by calling functions that
 //!   take the `&mut Tx`, not by nesting.
 //! - Building blocks: [`TQueue`] (a FIFO queue, unbounded or bounded, GHC's `TQueue` and
@@ -60,6 +69,7 @@ pub use tmvar::TMVar;
 pub use tqueue::TQueue;
 pub use tvar::TVar;
 pub use tx::Tx;
+pub(crate) use tx::flush_retired;
 
 use crate::future::cell::{CellHeader, Waiter};
 use crate::loom::Ordering;
@@ -196,18 +206,31 @@ impl Serial {
     }
 }
 
-/// Blocks (handing the worker's place on) while another transaction runs in serial mode.
-fn wait_while_serial(g: &'static Global) {
+/// How long a transaction defers to one in serial mode before it runs anyway. Serial mode is
+/// priority, not mutual exclusion: a serial transaction may be waiting, through another thread,
+/// for the very transaction that defers to it (`join`, `spawn(..).wait()`), and that must not
+/// deadlock.
+const SERIAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Blocks (handing the worker's place on) while another transaction runs in serial mode, for
+/// at most [`SERIAL_PATIENCE`]. Returns `true` if it ran out of patience: the caller then
+/// commits even while the serial transaction runs.
+fn wait_while_serial(g: &'static Global) -> bool {
     if !g.serial.load(Ordering::Relaxed) {
-        return;
+        return false;
     }
     crate::block_in_place(|| {
+        let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
         while g.serial.load(Ordering::Relaxed) {
+            if start.elapsed() >= SERIAL_PATIENCE {
+                return true;
+            }
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(1));
         }
-    });
+        false
+    })
 }
 
 /// A pause after a conflict, longer after each one in a row: the winner is usually in the
@@ -263,20 +286,18 @@ pub(crate) fn atomically_in<R>(
     let nest = NestGuard::enter();
     let mut conflicts = 0u32;
     let mut serial: Option<Serial> = None;
+    // Ran out of patience waiting for a serial transaction: commit regardless of the flag.
+    let mut impatient = false;
     loop {
-        if serial.is_none() {
+        if serial.is_none() && !impatient {
             if conflicts >= SERIAL_AFTER {
-                serial = loop {
-                    if let Some(s) = Serial::try_take(global) {
-                        break Some(s);
-                    }
-                    wait_while_serial(global);
-                };
-            } else {
-                wait_while_serial(global);
+                serial = Serial::try_take(global);
+            }
+            if serial.is_none() {
+                impatient = wait_while_serial(global);
             }
         }
-        let mut tx = Tx::begin(global, serial.is_some());
+        let mut tx = Tx::begin(global, serial.is_some() || impatient);
         let r = f(&mut tx);
         let r = tx.settle(r);
         let kind = match r {
@@ -302,6 +323,7 @@ pub(crate) fn atomically_in<R>(
                 // the one we wait for.
                 serial = None;
                 conflicts = 0;
+                impatient = false;
                 sleep_until_changed(tx, Wake::Thread(crate::loom::thread::current()), true);
             }
         }
@@ -354,6 +376,8 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         cells.push((r.cell, cells::register(r.cell, &sleeper)));
     }
     drop(tx); // unpin before sleeping
+    // Values this thread replaced should not wait for its next commits to be freed.
+    tx::flush_retired();
     let reg = Registration {
         sleeper,
         vars,
@@ -422,8 +446,9 @@ where
     Atomically {
         f,
         conflicts: 0,
-        serial: None,
         registration: None,
+        deferring: None,
+        done: false,
     }
 }
 
@@ -432,8 +457,10 @@ where
 pub struct Atomically<F> {
     f: F,
     conflicts: u32,
-    serial: Option<Serial>,
     registration: Option<Registration>,
+    /// Since when this transaction defers to one in serial mode.
+    deferring: Option<std::time::Instant>,
+    done: bool,
 }
 
 impl<F> Unpin for Atomically<F> {}
@@ -446,29 +473,39 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
         let this = self.get_mut();
+        assert!(!this.done, "`atomically_async` polled after it completed");
         let global = global();
         // Woken (or polled again): stop listening, run again.
         this.registration = None;
         let nest = NestGuard::enter();
+        // The serial token lives only inside this poll (never across `Pending`, and a panic
+        // here gives it back at once).
+        let mut serial: Option<Serial> = None;
         loop {
-            if this.serial.is_none() {
+            if serial.is_none() {
                 if this.conflicts >= SERIAL_AFTER {
-                    this.serial = Serial::try_take(global);
+                    serial = Serial::try_take(global);
                 }
-                if this.serial.is_none() && global.serial.load(Ordering::Relaxed) {
-                    // Someone runs alone: let it, and come back.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                if serial.is_none() && global.serial.load(Ordering::Relaxed) {
+                    let since = *this.deferring.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() < SERIAL_PATIENCE {
+                        // Someone runs alone: let it, and come back.
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                 }
             }
-            let mut tx = Tx::begin(global, this.serial.is_some());
+            let impatient = this
+                .deferring
+                .is_some_and(|t| t.elapsed() >= SERIAL_PATIENCE);
+            let mut tx = Tx::begin(global, serial.is_some() || impatient);
             let r = (this.f)(&mut tx);
             let r = tx.settle(r);
             let kind = match r {
                 Ok(v) => match tx.commit() {
                     Ok(notify) => {
-                        this.serial = None;
-                        drop((tx, nest));
+                        this.done = true;
+                        drop((tx, serial, nest));
                         notify.run();
                         return Poll::Ready(v);
                     }
@@ -482,8 +519,9 @@ where
                     backoff(this.conflicts);
                 }
                 Kind::Retry => {
-                    this.serial = None;
+                    serial = None;
                     this.conflicts = 0;
+                    this.deferring = None;
                     let reg = sleep_until_changed(tx, Wake::Waker(cx.waker().clone()), false)
                         .expect("an async sleeper returns its registration");
                     if reg.sleeper.is_notified() {

@@ -22,6 +22,13 @@ pub(crate) fn pin() -> Guard {
 }
 
 impl Guard {
+    /// Moves this thread's pending deferred functions to the global queue, where any thread
+    /// can run them.
+    pub(crate) fn flush(&self) {
+        #[cfg(not(loom))]
+        self.inner.flush();
+    }
+
     /// Runs `f` once no thread that is pinned now can still reach what `f` frees.
     ///
     /// # Safety

@@ -97,9 +97,8 @@ impl Header {
             if cur & LOCKED != 0 || version(cur) != version(word) {
                 return false;
             }
-            if cur & WAITERS != 0 {
-                return true;
-            }
+            // Even if the bit is already set (maybe by a sleeper gone since), write it: the
+            // committer's locking CAS must read from this write to see us on the list.
             match self.lock.compare_exchange_weak(
                 cur,
                 cur | WAITERS,
@@ -149,8 +148,18 @@ impl Header {
             let free = h.vtable.free;
             let p = SendPtr(this);
             // SAFETY: unreachable from new pins (no handle is left, and transactions that
-            // reach it through their logs are pinned now); the closure only frees.
-            unsafe { reclaim::pin().defer(move || free(p.into_inner())) };
+            // reach it through their logs are pinned now); the closure only frees (and
+            // contains a panicking `Drop` of the value: it runs inside some unrelated pin).
+            unsafe {
+                reclaim::pin().defer(move || {
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        free(p.into_inner())
+                    }));
+                    if let Err(payload) = r {
+                        crate::failure::drop_payload(payload);
+                    }
+                })
+            };
         }
     }
 }

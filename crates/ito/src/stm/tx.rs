@@ -114,8 +114,6 @@ pub struct Tx {
     locked: Vec<Locked>,
     pub(crate) cell_reads: Vec<CellRead>,
     pub(crate) cell_writes: Vec<CellWrite>,
-    /// Cell writes below this index belong to an enclosing `or_else` branch.
-    cell_floor: usize,
     /// Writes below this index belong to an enclosing `or_else` branch: a new write to the
     /// same variable is appended rather than overwriting, so the branch can be rolled back.
     floor: usize,
@@ -139,7 +137,6 @@ impl Tx {
             locked: b.locked,
             cell_reads: b.cell_reads,
             cell_writes: b.cell_writes,
-            cell_floor: 0,
             floor: 0,
             failed: None,
             serial,
@@ -200,7 +197,7 @@ impl Tx {
             let now = unsafe { r.hdr.as_ref() }.lock.load(Ordering::Acquire);
             // A sleeper setting WAITERS changes nothing we read.
             now & !WAITERS == r.word & !WAITERS
-        }) && self.cells_still_empty();
+        }) && self.cells_still_empty(false);
         if unchanged {
             self.rv = now;
         }
@@ -221,7 +218,7 @@ impl Tx {
             return true;
         }
         (self.global.clock.load(Ordering::Acquire) == self.rv || self.extend())
-            && self.cells_still_empty()
+            && self.cells_still_empty(false)
     }
 
     /// Runs `first`; if it calls [`retry`](super::retry), undoes its writes and runs `second`
@@ -249,10 +246,8 @@ impl Tx {
         let mark = self.writes.len();
         let cell_mark = self.cell_writes.len();
         let floor = std::mem::replace(&mut self.floor, mark);
-        let cell_floor = std::mem::replace(&mut self.cell_floor, cell_mark);
         let r = first(self);
         self.floor = floor;
-        self.cell_floor = cell_floor;
         match r {
             Err(StmError(Kind::Retry)) if self.failed.is_none() => {
                 self.truncate_writes(mark);
@@ -317,6 +312,14 @@ impl Tx {
     /// The closure's outcome, overridden by a conflict it may have swallowed.
     pub(crate) fn settle<R>(&self, r: StmResult<R>) -> StmResult<R> {
         self.check_failed()?;
+        if let Err(StmError(Kind::Conflict)) = r {
+            // Only this attempt's operations make conflicts, and they mark it failed: this one
+            // was kept from another attempt, and returning it would run the closure for ever.
+            panic!(
+                "ito::stm: a transaction returned a conflict from an earlier attempt; \
+                 propagate `StmError`s with `?` rather than keeping them"
+            );
+        }
         r
     }
 
@@ -329,7 +332,7 @@ impl Tx {
             // Read-only: every variable read was consistent at `rv`, every complete cell was
             // complete by then (`observe_complete_cell`); a cell seen empty must still be empty
             // (cells only go from empty to complete, so it was empty at `rv` too).
-            return if self.cells_still_empty() {
+            return if self.cells_still_empty(false) {
                 Ok(Notify(Vec::new()))
             } else {
                 Err(Kind::Conflict)
@@ -343,14 +346,23 @@ impl Tx {
             }
             // SAFETY: logged variables stay allocated while we are pinned.
             let lock = &unsafe { hdr.as_ref() }.lock;
-            let prev = lock.load(Ordering::Relaxed);
-            if prev & LOCKED != 0
-                || lock
-                    .compare_exchange(prev, prev | LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                    .is_err()
-            {
-                self.unlock_all();
-                return Err(Kind::Conflict);
+            let mut prev = lock.load(Ordering::Relaxed);
+            loop {
+                if prev & LOCKED != 0 {
+                    self.unlock_all();
+                    return Err(Kind::Conflict);
+                }
+                match lock.compare_exchange_weak(
+                    prev,
+                    prev | LOCKED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    // Another committer (LOCKED now), or a sleeper setting WAITERS (the
+                    // version cannot change without the lock): look again.
+                    Err(actual) => prev = actual,
+                }
             }
             self.locked.push(Locked {
                 hdr,
@@ -380,7 +392,7 @@ impl Tx {
         }
         let wv = self.global.clock.fetch_add(1, Ordering::AcqRel) + 1;
         // Cells are not versioned by the clock: always check them.
-        if (wv != self.rv + 1 && !self.validate()) || !self.cells_still_empty() {
+        if (wv != self.rv + 1 && !self.validate()) || !self.cells_still_empty(true) {
             drop(cells);
             self.unlock_all();
             return Err(Kind::Conflict);
@@ -426,9 +438,12 @@ impl Tx {
 
     /// Every cell read while empty is still empty (and not being completed or edited: a
     /// committer holding it might complete it with a write we depend on).
-    fn cells_still_empty(&self) -> bool {
+    ///
+    /// `locked`: at commit, the cells this transaction completes are locked by it (checked
+    /// empty when locked), so they are skipped; before that, they must be empty like the rest.
+    fn cells_still_empty(&self, locked: bool) -> bool {
         self.cell_reads.iter().all(|r| {
-            self.cell_writes.iter().any(|w| w.cell == r.cell)
+            (locked && self.cell_writes.iter().any(|w| w.cell == r.cell))
                 // SAFETY: the log holds a reference.
                 || unsafe { r.cell.as_ref() }.tx_state() == TxState::Empty
         })
@@ -534,6 +549,7 @@ impl Retired {
 
     /// Hands the batch to the epoch collector.
     fn flush(&mut self, guard: &Guard) {
+        let _ = DEFERRED.try_with(|d| d.set(true));
         let batch = RetiredBatch(std::mem::replace(
             &mut self.0,
             Vec::with_capacity(Self::BATCH),
@@ -559,18 +575,50 @@ struct RetiredBatch(Vec<RetiredValue>);
 
 #[cfg(not(loom))]
 impl RetiredBatch {
+    /// Frees the values. This runs wherever the epoch collector runs it (any thread, inside
+    /// some unrelated pin), so a panicking `Drop` is contained here.
     fn free(self) {
         for (p, f) in self.0 {
             // SAFETY: see `Retired::flush`.
-            unsafe { f(p) };
+            let r = std::panic::catch_unwind(|| unsafe { f(p) });
+            if let Err(payload) = r {
+                crate::failure::drop_payload(payload);
+            }
         }
+    }
+}
+
+/// Hands this thread's retired values to the epoch collector now, and its pending deferred
+/// frees to the global queue (a thread about to sleep: the values it replaced should not wait
+/// for its next commits).
+pub(crate) fn flush_retired() {
+    #[cfg(not(loom))]
+    {
+        let retired = RETIRED
+            .try_with(|r| r.try_borrow().is_ok_and(|r| !r.0.is_empty()))
+            .unwrap_or(false);
+        let deferred = DEFERRED.try_with(|d| d.replace(false)).unwrap_or(false);
+        if !retired && !deferred {
+            return; // this thread has nothing waiting (most workers, most of the time)
+        }
+        let guard = reclaim::pin();
+        let _ = RETIRED.try_with(|r| {
+            if let Ok(mut r) = r.try_borrow_mut() {
+                if !r.0.is_empty() {
+                    r.flush(&guard);
+                }
+            }
+        });
+        guard.flush();
     }
 }
 
 #[cfg(not(loom))]
 thread_local! {
     static RETIRED: std::cell::RefCell<Retired> =
-        std::cell::RefCell::new(Retired(Vec::with_capacity(Retired::BATCH)));
+        const { std::cell::RefCell::new(Retired(Vec::new())) };
+    /// A batch went to this thread's epoch bag since the last `flush_retired`.
+    static DEFERRED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Retires a replaced value: it is freed (with `free`) once no pinned reader can reach it.

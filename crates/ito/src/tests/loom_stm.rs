@@ -116,3 +116,28 @@ fn loom_stm_plain_and_transactional_completion_race() {
         assert_eq!(p.future().value(), Some(Ok(want)));
     });
 }
+
+/// A stale WAITERS bit (left by a sleeper that was woken and unregistered) must not let the
+/// next sleeper skip its read-modify-write: the committer's locking CAS has to read from the
+/// sleeper's write to see it on the list (a review finding; deadlocks if `mark_waiters`
+/// returns early when the bit is already set).
+#[test]
+fn loom_stm_retry_woken_with_stale_waiters_bit() {
+    loom::model(|| {
+        let g = global();
+        let flag = Arc::new(TVar::new(false));
+        let hdr = flag.header();
+        // SAFETY: our handle keeps the variable alive.
+        let h = unsafe { hdr.as_ref() };
+        let w = h.lock.load(crate::loom::Ordering::Relaxed);
+        assert!(h.mark_waiters(w));
+        let f2 = flag.clone();
+        let waiter = thread::spawn(move || {
+            atomically_in(g, |tx| -> StmResult<u8> {
+                if f2.read(tx)? { Ok(1) } else { retry() }
+            })
+        });
+        atomically_in(g, |tx| flag.write(tx, true));
+        assert_eq!(waiter.join().unwrap(), 1);
+    });
+}

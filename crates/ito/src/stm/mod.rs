@@ -348,7 +348,7 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         // alive after we unpin. A variable whose last handle is gone cannot change: skip it.
         let h = unsafe { r.hdr.as_ref() };
         if h.try_inc_ref() {
-            h.waiters.register(&sleeper);
+            h.waiters().register(&sleeper);
             vars.push(r.hdr);
         }
     }
@@ -412,7 +412,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         for h in self.vars.drain(..) {
             // SAFETY: we hold a reference.
-            unsafe { h.as_ref() }.waiters.unregister(&self.sleeper);
+            unsafe { h.as_ref() }.waiters().unregister(&self.sleeper);
             // SAFETY: the reference taken at registration.
             unsafe { Header::dec_ref(h) };
         }

@@ -52,7 +52,10 @@ pub(crate) fn version(word: u64) -> u64 {
 pub(crate) struct Header {
     pub(crate) lock: AtomicU64,
     refs: AtomicUsize,
-    pub(crate) waiters: WaitList,
+    /// The wait list, made on the first `retry` that waits on this variable (most variables
+    /// never have one, and a 64-byte header would put the lock word and the value pointer on
+    /// two cache lines).
+    waiters: AtomicPtr<WaitList>,
     vtable: &'static VTable,
 }
 
@@ -87,6 +90,38 @@ impl Header {
 
     pub(crate) fn drop_value_fn(&self) -> unsafe fn(*mut ()) {
         self.vtable.drop_value
+    }
+
+    /// The wait list, made if there is none yet.
+    pub(crate) fn waiters(&self) -> &WaitList {
+        let p = self.waiters.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: installed once, freed only with the variable.
+            return unsafe { &*p };
+        }
+        let fresh = Box::into_raw(Box::new(WaitList::new()));
+        match self.waiters.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just installed; freed only with the variable.
+            Ok(_) => unsafe { &*fresh },
+            Err(existing) => {
+                // SAFETY: ours, never shared.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: installed once, freed only with the variable.
+                unsafe { &*existing }
+            }
+        }
+    }
+
+    /// The wait list, if one was ever made (a committer that saw `WAITERS` finds it made).
+    pub(crate) fn waiters_if_any(&self) -> Option<&WaitList> {
+        let p = self.waiters.load(Ordering::Acquire);
+        // SAFETY: installed once, freed only with the variable.
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 
     /// A sleeper is on the wait list: sets `WAITERS` if the variable is still at `word` (the
@@ -214,7 +249,7 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
             header: Header {
                 lock: AtomicU64::new(0),
                 refs: AtomicUsize::new(1),
-                waiters: WaitList::new(),
+                waiters: AtomicPtr::new(std::ptr::null_mut()),
                 vtable: &VTableOf::<T>::VTABLE,
             },
             value: AtomicPtr::new(alloc::alloc_value(value)),
@@ -259,8 +294,14 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
                     tx.log_read(hdr, word);
                     return Ok(v);
                 }
-                // Written after our snapshot was taken: move the snapshot if we can.
-                Some(_) if tx.extend() => continue,
+                // Written after our snapshot was taken: move the clock and the snapshot up to
+                // it, if nothing read so far changed.
+                Some((_, word)) => {
+                    tx.advance_clock(version(word));
+                    if !tx.extend() {
+                        return tx.conflict();
+                    }
+                }
                 // Newer than a snapshot we cannot move, or a commit in progress.
                 _ => return tx.conflict(),
             }
@@ -408,6 +449,11 @@ unsafe fn drop_value<T>(value: *mut ()) {
 unsafe fn free<T>(h: NonNull<Header>) {
     // SAFETY: the caller's contract.
     let inner = unsafe { Box::from_raw(h.cast::<Inner<T>>().as_ptr()) };
+    let waiters = inner.header.waiters.load(Ordering::Relaxed);
+    if !waiters.is_null() {
+        // SAFETY: installed by `Header::waiters`, freed here only.
+        drop(unsafe { Box::from_raw(waiters) });
+    }
     let value = inner.value.load(Ordering::Relaxed);
     // SAFETY: the current value, owned by the variable.
     unsafe { alloc::free_value(value) };

@@ -8,10 +8,11 @@
 //!   to now); otherwise the attempt aborts.
 //! - **Write**: into the log only (a boxed value per variable; the latest write wins).
 //! - **Commit** (only if something was written): lock every written variable (a failed lock
-//!   aborts; nobody waits while holding locks), `wv = clock + 1`, re-check that every read
-//!   variable is unlocked (or ours) with `version <= rv` (skipped if `wv == rv + 1`: nobody
-//!   committed since we began), then publish each value and unlock with version `wv`; last,
-//!   wake the transactions sleeping on the written variables.
+//!   aborts; nobody waits while holding locks), `wv = clock + 1` (and above the old version of
+//!   every written variable) *without* writing the clock (TL2's GV5), re-check that every read
+//!   variable is unlocked (or ours) with `version <= rv`, then publish each value and unlock
+//!   with version `wv`; last, wake the transactions sleeping on the written variables. A reader
+//!   that meets a version above its snapshot moves the clock up to it and extends.
 //!
 //! The serial mode (`contention`) lets a transaction that keeps losing run alone: committers
 //! check the flag after locking their write set and abort while another transaction holds it.
@@ -192,6 +193,9 @@ impl Tx {
     /// read so far has changed. Returns whether it did.
     pub(crate) fn extend(&mut self) -> bool {
         let now = self.global.clock.load(Ordering::Acquire);
+        if now == self.rv && self.reads.is_empty() && self.cell_reads.is_empty() {
+            return true;
+        }
         let unchanged = self.reads.iter().all(|r| {
             // SAFETY: logged variables stay allocated while we are pinned.
             let now = unsafe { r.hdr.as_ref() }.lock.load(Ordering::Acquire);
@@ -202,6 +206,15 @@ impl Tx {
             self.rv = now;
         }
         unchanged
+    }
+
+    /// A variable's version is newer than the snapshot, and newer than the clock, since
+    /// commits do not move the clock: move the clock up to it first, so that extending the
+    /// snapshot can reach it. (Only readers write the clock, and only when they meet a
+    /// version from a commit that happened after they began.)
+    #[cold]
+    pub(crate) fn advance_clock(&self, version: u64) {
+        self.global.clock.fetch_max(version, Ordering::AcqRel);
     }
 
     /// A cell was seen complete. It has no version, so make sure the snapshot can include it:
@@ -217,8 +230,8 @@ impl Tx {
         if self.reads.is_empty() && self.cell_reads.is_empty() {
             return true;
         }
-        (self.global.clock.load(Ordering::Acquire) == self.rv || self.extend())
-            && self.cells_still_empty(false)
+        // Commits do not move the clock (see `commit`), so only a validation tells.
+        self.extend() && self.cells_still_empty(false)
     }
 
     /// Runs `first`; if it calls [`retry`](super::retry), undoes its writes and runs `second`
@@ -390,9 +403,18 @@ impl Tx {
             self.unlock_all();
             return Err(Kind::Conflict);
         }
-        let wv = self.global.clock.fetch_add(1, Ordering::AcqRel) + 1;
-        // Cells are not versioned by the clock: always check them.
-        if (wv != self.rv + 1 && !self.validate()) || !self.cells_still_empty(true) {
+        // TL2's GV5: the commit's version is the clock plus one, without writing the clock (a
+        // shared read-modify-write per commit is what kept two threads from scaling). Versions
+        // are no longer unique, so the read set is always validated. A reader that meets a
+        // version above its snapshot moves the clock up to it (`advance_clock`) and extends.
+        // Each variable's version must still grow with every commit to it (sleepers and
+        // extensions compare words to see a change), so the version is also above the old
+        // version of everything written.
+        let mut wv = self.global.clock.load(Ordering::Acquire) + 1;
+        for l in &self.locked {
+            wv = wv.max(version(l.prev) + 1);
+        }
+        if !self.validate() || !self.cells_still_empty(true) {
             drop(cells);
             self.unlock_all();
             return Err(Kind::Conflict);
@@ -428,7 +450,9 @@ impl Tx {
         for l in &self.locked {
             if l.prev & WAITERS != 0 {
                 // SAFETY: pinned.
-                unsafe { l.hdr.as_ref() }.waiters.wake_all();
+                if let Some(w) = unsafe { l.hdr.as_ref() }.waiters_if_any() {
+                    w.wake_all();
+                }
             }
         }
         self.truncate_writes(0);

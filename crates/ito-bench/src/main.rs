@@ -13,6 +13,9 @@
 //! ito-bench futures or-alt|read-seq|read-concurrent|first-completed|callbacks
 //!                   [--impl ito,shared,tokio] [<bench's own options>] [--workers W] [--repeat R]
 //!                   [--timeout-s S] [--record]
+//! ito-bench chain --n N[,N...] [--impl ito,tokio,go,elixir] [--workers W] [--repeat R] [--record]
+//! ito-bench ping-pong --rounds N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
+//! ito-bench fan-in --senders S --messages N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
 //! ```
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
@@ -25,10 +28,12 @@
 //! instead of hanging the sweep. Exit status: 0 when every measurement is right, 1 when one
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
+mod chain;
 mod fib;
 mod futures_bench;
 mod join;
 mod measure;
+mod messaging;
 mod stm_bank;
 
 use std::path::PathBuf;
@@ -72,6 +77,12 @@ enum Cmd {
     StmBank(stm_bank::StmBankArgs),
     /// Document 004: the ScalaMeter benchmarks of futures and promises, against peers.
     Futures(futures_bench::FuturesArgs),
+    /// Document 001: a chain of N processes passing a number along, with peak memory.
+    Chain(chain::ChainArgs),
+    /// Processes: one message round trip between two, against tokio mpsc.
+    PingPong(messaging::PingPongArgs),
+    /// Processes: S senders flood one receiver, against tokio mpsc.
+    FanIn(messaging::FanInArgs),
 }
 
 /// Arguments of `fib`.
@@ -157,6 +168,9 @@ fn main() -> ExitCode {
         Cmd::Join(args) => join::command(&args),
         Cmd::StmBank(args) => stm_bank::command(&args),
         Cmd::Futures(args) => futures_bench::command(&args),
+        Cmd::Chain(args) => chain::command(&args),
+        Cmd::PingPong(args) => messaging::ping_pong_command(&args),
+        Cmd::FanIn(args) => messaging::fan_in_command(&args),
     }
 }
 

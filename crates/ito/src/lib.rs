@@ -120,6 +120,7 @@ mod failure;
 pub mod future;
 mod join;
 mod loom;
+pub mod process;
 mod runtime;
 pub mod stm;
 mod task;

@@ -4,5 +4,6 @@
 mod loom_cell;
 mod loom_idle;
 mod loom_join;
+mod loom_process;
 mod loom_stm;
 mod loom_task;

@@ -34,7 +34,7 @@ impl<R> Clone for Slot<R> {
 /// let r = ito::block_on(process::call(&doubler, |r| (21, r), Duration::from_secs(5)));
 /// assert_eq!(r.unwrap(), 42);
 /// ```
-pub struct ReplyTo<R: Send + 'static> {
+pub struct ReplyTo<R> {
     promise: Promise<Slot<R>>,
 }
 
@@ -50,7 +50,7 @@ impl<R: Send + 'static> ReplyTo<R> {
     }
 }
 
-impl<R: Send + 'static> fmt::Debug for ReplyTo<R> {
+impl<R> fmt::Debug for ReplyTo<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ReplyTo(..)")
     }
@@ -118,7 +118,7 @@ impl<M> Error for CallError<M> {}
 /// });
 /// counter.send(Req::Add(5)).unwrap();
 /// let t = Duration::from_secs(5);
-/// assert_eq!(ito::block_on(process::call(&counter, Req::Get, t)), Ok(5));
+/// assert!(matches!(ito::block_on(process::call(&counter, Req::Get, t)), Ok(5)));
 /// counter.kill();
 /// counter.on_exit().wait().unwrap();
 /// let late = ito::block_on(process::call(&counter, Req::Get, t));

@@ -138,7 +138,8 @@ impl From<Failure> for Exit {
     }
 }
 
-/// What a process body may return: `()`, an [`Exit`], or `Result<(), E>` with `E: Into<Exit>`.
+/// What a process body may return: `()`, an [`Exit`], `Result<(), E>` with `E: Into<Exit>`,
+/// or nothing at all (`!`: a body that loops for ever).
 ///
 /// ```
 /// use ito::process::{self, Exit, Mailbox};
@@ -159,6 +160,27 @@ impl IntoExit for () {
 }
 
 impl IntoExit for Exit {
+    fn into_exit(self) -> Exit {
+        self
+    }
+}
+
+/// Names the never type `!` on stable Rust (the output type of `fn() -> !`).
+trait FnOutput {
+    type Output;
+}
+
+impl<R> FnOutput for fn() -> R {
+    type Output = R;
+}
+
+/// `!`: the output of a body that never returns (an endless receive loop, or one that can only
+/// panic). Since edition 2024 that is the type such an async block gets.
+type Never = <fn() -> ! as FnOutput>::Output;
+
+// The alias is private but what it names, `!`, is public: nothing private leaks.
+#[allow(private_interfaces, private_bounds)]
+impl IntoExit for Never {
     fn into_exit(self) -> Exit {
         self
     }
@@ -495,8 +517,9 @@ impl<M: Send + 'static> Block<M> {
     }
 
     /// The process has ended (its body is dropped): close the mailbox for good, drop what is
-    /// queued, and tell the registry, monitors and links, in that order (a supervisor that
-    /// restarts the process on the link signal finds its name free).
+    /// queued, and tell the registry, links and monitors, in that order: a supervisor that
+    /// restarts the process on its link signal finds the name free, and whoever learns of
+    /// the end from a monitor (or `on_exit`) knows that the link signals are already sent.
     pub(crate) fn exited(self: &Arc<Self>, reason: Exit) {
         let queued = self.mailbox.exit();
         // SAFETY: `exit` handed the queued nodes over to us.
@@ -525,12 +548,12 @@ impl<M: Send + 'static> Block<M> {
         for (mref, target) in watching {
             target.ctl().remove_monitor(mref);
         }
-        for (_, notify) in monitors {
-            contained(|| notify(me, &reason));
-        }
         for l in links {
             l.ctl().remove_link(me);
             l.ctl().signal(me, &reason, false);
+        }
+        for (_, notify) in monitors {
+            contained(|| notify(me, &reason));
         }
     }
 

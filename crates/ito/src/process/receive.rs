@@ -42,7 +42,7 @@ use super::pid::{AnyPid, Pid, ProcessId};
 /// }
 /// assert_eq!(rx.recv().unwrap(), 6);
 /// ```
-pub struct Mailbox<M: Send + 'static> {
+pub struct Mailbox<M> {
     pub(crate) block: Arc<Block<M>>,
     /// The private list, oldest first; only this mailbox touches it.
     head: *mut Node<M>,
@@ -50,10 +50,11 @@ pub struct Mailbox<M: Send + 'static> {
 }
 
 // SAFETY: the private list is owned by the mailbox (its messages are `Send`); the block is
-// shared by design.
-unsafe impl<M: Send + 'static> Send for Mailbox<M> {}
+// shared by design. (No `'static` bound here: async bodies holding a mailbox of borrowed
+// `'static` data must stay `Send` after the compiler erases their lifetimes.)
+unsafe impl<M: Send> Send for Mailbox<M> {}
 // SAFETY: `&Mailbox` methods never touch the private list (receiving takes `&mut self`).
-unsafe impl<M: Send + 'static> Sync for Mailbox<M> {}
+unsafe impl<M: Send> Sync for Mailbox<M> {}
 
 impl<M: Send + 'static> Mailbox<M> {
     pub(crate) fn new(block: Arc<Block<M>>) -> Self {
@@ -171,7 +172,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 
     /// Links this process with `other`: when either ends, the other gets an exit signal
-    /// (see [`exit`](super::exit) for what it does). Linking a process that has ended
+    /// (the [module docs](crate::process) say what it does). Linking a process that has ended
     /// delivers its exit signal at once.
     ///
     /// ```
@@ -382,7 +383,7 @@ impl<M: Send + 'static> Mailbox<M> {
     }
 }
 
-impl<M: Send + 'static> Drop for Mailbox<M> {
+impl<M> Drop for Mailbox<M> {
     fn drop(&mut self) {
         let queued = self.block.mailbox.close();
         // SAFETY: `close` handed the queued nodes over; the private list is ours.
@@ -404,7 +405,7 @@ impl<M: Send + 'static> std::fmt::Debug for Mailbox<M> {
 /// Dropping it while it waits (a timeout) may leave the mailbox's wake-up armed: the next
 /// message then wakes the process once for nothing.
 #[must_use = "futures do nothing unless awaited"]
-pub struct Recv<'a, M: Send + 'static> {
+pub struct Recv<'a, M> {
     mb: &'a mut Mailbox<M>,
 }
 
@@ -426,7 +427,7 @@ impl<M: Send + 'static> StdFuture for Recv<'_, M> {
 
 /// The future of [`Mailbox::recv_matching`]: the first message that matches.
 #[must_use = "futures do nothing unless awaited"]
-pub struct RecvMatching<'a, M: Send + 'static, P> {
+pub struct RecvMatching<'a, M, P> {
     mb: &'a mut Mailbox<M>,
     pred: P,
     /// The last node of the private list already tested (null: none).
@@ -436,10 +437,10 @@ pub struct RecvMatching<'a, M: Send + 'static, P> {
 
 // SAFETY: `scanned` points into the mailbox's private list, which this future borrows
 // mutably; the predicate moves with it.
-unsafe impl<M: Send + 'static, P: Send> Send for RecvMatching<'_, M, P> {}
+unsafe impl<M: Send, P: Send> Send for RecvMatching<'_, M, P> {}
 
 // Nothing is structurally pinned: the predicate is only called through `&mut`.
-impl<M: Send + 'static, P> Unpin for RecvMatching<'_, M, P> {}
+impl<M, P> Unpin for RecvMatching<'_, M, P> {}
 
 impl<M: Send + 'static, P: FnMut(&M) -> bool> StdFuture for RecvMatching<'_, M, P> {
     type Output = M;
@@ -489,7 +490,7 @@ impl<M: Send + 'static, P: FnMut(&M) -> bool> StdFuture for RecvMatching<'_, M, 
     }
 }
 
-impl<M: Send + 'static, P> Drop for RecvMatching<'_, M, P> {
+impl<M, P> Drop for RecvMatching<'_, M, P> {
     fn drop(&mut self) {
         if self.armed {
             self.mb.block.mailbox.disarm();

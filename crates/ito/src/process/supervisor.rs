@@ -34,10 +34,10 @@ use super::pid::{AnyPid, Pid, ProcessId};
 use super::receive::Mailbox;
 use crate::Failure;
 
-/// How a supervisor restarts its children. See the [module docs](self).
+/// How a supervisor restarts its children. See [`Supervisor`].
 ///
 /// ```
-/// use ito::process::supervisor::{Strategy, Supervisor};
+/// use ito::process::{Strategy, Supervisor};
 /// let sup = Supervisor::new(Strategy::RestForOne).spawn();
 /// sup.kill();
 /// ```
@@ -54,7 +54,7 @@ pub enum Strategy {
 /// When a child is restarted.
 ///
 /// ```
-/// use ito::process::supervisor::{ChildSpec, Restart};
+/// use ito::process::{ChildSpec, Restart};
 /// let spec = ChildSpec::new("job", || {
 ///     ito::process::spawn(|_: ito::process::Mailbox<()>| async {})
 /// })
@@ -75,7 +75,7 @@ pub enum Restart {
 ///
 /// ```
 /// use ito::process::{self, Mailbox};
-/// use ito::process::supervisor::ChildSpec;
+/// use ito::process::ChildSpec;
 /// let spec = ChildSpec::new("echo", || {
 ///     process::spawn(|mut mb: Mailbox<String>| async move {
 ///         loop {
@@ -134,10 +134,28 @@ impl fmt::Debug for ChildSpec {
 
 /// A supervisor to be started: its strategy, intensity and children.
 ///
+/// A supervisor is a process that traps exits and links to each child it starts, so a
+/// child's end reaches it as a message. What it then does depends on the child's
+/// [`Restart`] type and exit reason, and on the supervisor's [`Strategy`]: a child that must
+/// be restarted is restarted alone ([`Strategy::OneForOne`]), or takes every other child
+/// down with it and all start again in order ([`Strategy::OneForAll`]), or takes down the
+/// children started after it, which start again with it ([`Strategy::RestForOne`]).
+/// Children are spawned in order; each body runs when a worker gets to it.
+///
+/// Stopping a child is a kill with reason [`Exit::Shutdown`] (its body is dropped, so its
+/// destructors run), last-started first, and the supervisor waits until each has ended
+/// before it goes on: an old child and its replacement never overlap (a registered name is
+/// free again). A child that never yields to the scheduler cannot be stopped.
+///
+/// More than `max_restarts` restarts within `period` ([`intensity`](Self::intensity);
+/// Erlang's default, 1 in 5 s) means restarting does not help: the supervisor stops every
+/// child and ends with [`Exit::Shutdown`], so that its own supervisor, if any, hears of it. A
+/// child whose start function panics counts as a child that ended with that panic.
+///
 /// ```
 /// use std::time::Duration;
 /// use ito::process::{self, Mailbox};
-/// use ito::process::supervisor::{ChildSpec, Strategy, Supervisor};
+/// use ito::process::{ChildSpec, Strategy, Supervisor};
 /// let worker = || process::spawn(|mut mb: Mailbox<()>| async move { mb.recv().await });
 /// let sup = Supervisor::new(Strategy::OneForOne)
 ///     .intensity(3, Duration::from_secs(1))
@@ -146,14 +164,12 @@ impl fmt::Debug for ChildSpec {
 ///     .spawn();
 /// let t = Duration::from_secs(5);
 /// let before = ito::block_on(sup.which_children(t)).unwrap();
-/// before[0].pid.as_ref().unwrap().kill(); // "a" crashes...
 /// let a = before[0].pid.clone().unwrap();
-/// a.on_exit().wait().unwrap();
-/// let after = loop {
-///     let now = ito::block_on(sup.which_children(t)).unwrap();
-///     if now[0].pid.as_ref().is_some_and(|p| p != &a) { break now; }
-/// };
-/// assert_eq!(after[1].pid, before[1].pid); // ... and only "a" is restarted
+/// a.kill(); // "a" crashes...
+/// a.on_exit().wait().unwrap(); // (its link signal reached the supervisor before this)
+/// let after = ito::block_on(sup.which_children(t)).unwrap();
+/// assert_ne!(after[0].pid, before[0].pid); // ... is restarted,
+/// assert_eq!(after[1].pid, before[1].pid); // and only "a"
 /// sup.stop();
 /// assert!(sup.on_exit().wait().unwrap().is_normal());
 /// ```

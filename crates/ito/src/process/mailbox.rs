@@ -24,9 +24,8 @@
 //! - `KILLED`: the process must end at its next poll (set by a kill or a fatal exit signal).
 //! - `REG`: the waker slot holds the process task's waker (written once, the first time the
 //!   process waits).
-//! - `WAKING`: someone has the waker slot: a *claimant* reading it to wake the process (a
-//!   push that found `RECV`, or a kill), or the receiver writing it (at registration). At most
-//!   one holder; the holder, before letting go, wakes again if what it was woken for changed
+//! - `WAKING`: a *claimant* has the waker slot: a push that found `RECV`, or a kill, about to
+//!   wake the process through it. At most one holder; the holder, before letting go, wakes again if what it was woken for changed
 //!   meanwhile (a push that found `RECV` while `WAKING` was held leaves `RECV` set; a kill that
 //!   found `WAKING` held just sets `KILLED`), so no wake-up is lost.
 //!
@@ -36,10 +35,10 @@
 //! |---|---|---|
 //! | stack (ptr bits) | senders (push), the receiver (take, close), the process (exit) | the same |
 //! | `RECV` | the receiver (arm; take and disarm clear it), a claiming push (clears it) | senders |
-//! | `WAKING` | the holder (see above) | everyone who wants the slot |
+//! | `WAKING` | the holder (see above) | claimants |
 //! | `KILLED` | killers | the process, at every poll |
 //! | `REG` | the process, the first time it waits | claimants |
-//! | `slot` | the process at registration (holding `WAKING`); whoever holds `WAKING` when the process exits, or the process if nobody does, takes and drops it | claimants holding `WAKING` |
+//! | `slot` | the process at registration, before it sets `REG`; whoever holds `WAKING` when the process exits, or the process if nobody does, takes and drops it | claimants holding `WAKING`, in a state with `REG` |
 //!
 //! The waker in the slot is the *process task's* waker, so a kill can wake a process that is
 //! blocked on something other than its mailbox. A receive polled with another waker (inside a
@@ -341,36 +340,23 @@ impl<M> MailboxCore<M> {
         self.state.load(Ordering::Acquire) & REG != 0
     }
 
-    /// The process's first wait: stores its task's waker. `false` if a claimant holds the
-    /// slot right now (rare): the caller wakes its task and tries again at the next poll.
-    pub(crate) fn register(&self, waker: &Waker, extra: impl Fn()) -> bool {
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            if s & REG != 0 {
-                return true;
-            }
-            if s & WAKING != 0 {
-                return false;
-            }
-            match self.state.compare_exchange_weak(
-                s,
-                s | WAKING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(actual) => s = actual,
-            }
+    /// The process's first wait: stores its task's waker and sets `REG`. Returns whether a
+    /// wake-up may have been claimed before (it woke nothing, the slot was empty): messages
+    /// are queued or the process was killed. The caller then polls again.
+    ///
+    /// No `WAKING` needed: claimants read the slot only in a state with `REG` (the state they
+    /// took `WAKING` in, or one they loaded afterwards), and `REG` is set after the write, with
+    /// release ordering; a claimant that holds `WAKING` without `REG` leaves the slot alone.
+    pub(crate) fn register(&self, waker: &Waker) -> bool {
+        if self.is_registered() {
+            return false; // once is enough: the slot is never written twice
         }
         let w = waker.clone();
-        // SAFETY: we hold WAKING and REG is not set: nobody reads or writes the slot.
-        let old = self.slot.with_mut(|p| unsafe { (*p).replace(w) });
-        debug_assert!(old.is_none(), "registered twice");
-        // Publish the slot with REG; a push or kill that came while we held WAKING is caught by
-        // `release`, which now wakes through the slot we just filled.
-        let held = self.state.fetch_or(REG, Ordering::AcqRel) | REG;
-        self.release(held, extra);
-        true
+        // SAFETY: REG is not set, so no claimant reads the slot (see above); only the
+        // process writes it, once.
+        self.slot.with_mut(|p| unsafe { *p = Some(w) });
+        let prev = self.state.fetch_or(REG, Ordering::AcqRel);
+        prev & KILLED != 0 || (stack(prev) != 0 && is_open(stack(prev)))
     }
 
     /// Takes every queued message (newest first), or reports an empty or dead mailbox. Clears
@@ -432,13 +418,6 @@ impl<M> MailboxCore<M> {
     /// A receive that armed `RECV` was dropped before a message came: pushes need not wake.
     pub(crate) fn disarm(&self) {
         self.state.fetch_and(!RECV, Ordering::Relaxed);
-    }
-
-    /// Just after registration: whether a wake-up may have been claimed before the slot was
-    /// filled (it woke nothing): messages are queued, or the process was killed.
-    pub(crate) fn may_have_missed_wake(&self) -> bool {
-        let s = self.state.load(Ordering::Acquire);
-        s & KILLED != 0 || (stack(s) != 0 && is_open(stack(s)))
     }
 
     /// The receiver drops its mailbox: no more messages are accepted. Returns what was queued

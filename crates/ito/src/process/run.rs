@@ -5,7 +5,7 @@
 //!   task's waker in the mailbox's slot: from then on, a push that finds the receiver waiting,
 //!   and a kill, wake the task through it. (Before that, the process is running or queued,
 //!   and it looks at its mailbox and `KILLED` when it runs; a wake-up claimed before the slot
-//!   was filled is caught by [`MailboxCore::may_have_missed_wake`].)
+//!   was filled is noticed by `MailboxCore::register`.)
 //! - **Kill.** Every poll starts by looking at `KILLED` (one load of the mailbox word, which
 //!   the receive is about to load anyway). A killed process does not poll its body again: it
 //!   drops it (destructors run) and ends with the kill's reason. A kill always wakes the
@@ -117,10 +117,7 @@ impl<M: Send + 'static, F> ProcTask<M, F> {
     /// (messages queued, `KILLED`), so if the word has any, poll again.
     #[cold]
     fn register(block: &Block<M>, cx: &Context<'_>) {
-        let registered = block.mailbox.register(cx.waker(), || block.wake_foreign());
-        if !registered || block.mailbox.may_have_missed_wake() {
-            // A claimant holds the slot right now (it will not wake us: the slot is empty),
-            // or one came before we registered: poll again.
+        if block.mailbox.register(cx.waker()) {
             cx.waker().wake_by_ref();
         }
     }

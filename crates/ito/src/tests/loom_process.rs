@@ -87,14 +87,8 @@ fn receive<M>(mb: &MailboxCore<M>, waker: &Waker, want: usize) -> Vec<M> {
             Take::Gone => panic!("the mailbox closed under the receiver"),
         }
         if !registered {
-            registered = mb.register(waker, || {});
-            if !registered {
-                // A claimant holds the slot: the wrapper wakes its own task, which goes
-                // through the scheduler before it polls again.
-                thread::yield_now();
-                continue;
-            }
-            if mb.may_have_missed_wake() {
+            registered = true;
+            if mb.register(waker) {
                 continue; // the wrapper's self-wake: poll again
             }
         }
@@ -112,7 +106,7 @@ fn loom_mailbox_push_wakes_receiver() {
         let r2 = registered.clone();
         let receiver = thread::spawn(move || {
             let (_w, waker) = park_waker();
-            assert!(m1.register(&waker, || {}));
+            assert!(!m1.register(&waker));
             r2.open();
             receive(&m1, &waker, 1)
         });
@@ -181,7 +175,7 @@ fn loom_mailbox_kill_races_push() {
         // that its wrapper keeps polling) wait until it sees the kill.
         let process = thread::spawn(move || {
             let (_w, waker) = park_waker();
-            assert!(m0.register(&waker, || {}));
+            assert!(!m0.register(&waker));
             r2.open();
             let got = receive(&m0, &waker, 1);
             while !m0.is_killed() {
@@ -198,6 +192,30 @@ fn loom_mailbox_kill_races_push() {
     });
 }
 
+/// A kill races the registration of the waker (the first time the body waits, here on
+/// something other than its mailbox): the process is woken, or sees at registration that it
+/// must poll again.
+#[test]
+fn loom_mailbox_kill_races_registration() {
+    loom::model(|| {
+        let mb = Arc::new(MailboxCore::<u32>::new());
+        let m0 = mb.clone();
+        let process = thread::spawn(move || {
+            let (_w, waker) = park_waker();
+            if m0.register(&waker) {
+                // The wrapper polls again at once, and its poll starts with the kill check.
+                assert!(m0.is_killed());
+                return;
+            }
+            while !m0.is_killed() {
+                thread::park();
+            }
+        });
+        assert!(mb.kill(|| {}));
+        process.join().unwrap();
+    });
+}
+
 /// The process exits while a claimant may hold the waker slot: the waker is dropped exactly
 /// once (by the process, or by the claimant on its way out), never used after.
 #[test]
@@ -208,7 +226,7 @@ fn loom_mailbox_exit_races_claimant() {
         let a2 = armed.clone();
         let process = thread::spawn(move || {
             let (w, waker) = park_waker();
-            assert!(m0.register(&waker, || {}));
+            assert!(!m0.register(&waker));
             drop(waker);
             assert!(matches!(m0.take_or_arm(), Take::Empty)); // armed: the push will claim
             a2.open();

@@ -93,6 +93,21 @@
 //! assert_eq!((stock.read_atomic(), sold.future().wait()), (1, Ok("widget")));
 //! ```
 //!
+//! **Processes.** [`process`] is Erlang's process model: [`process::spawn`] a body that
+//! receives from its own mailbox, address it with a [`process::Pid`], link, monitor and
+//! supervise processes. A waiting process costs about 200 bytes.
+//!
+//! ```
+//! use ito::process::{self, Mailbox};
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! let doubler = process::spawn(move |mut mb: Mailbox<u32>| async move {
+//!     let n = mb.recv().await;
+//!     tx.send(2 * n).unwrap();
+//! });
+//! doubler.send(21).unwrap();
+//! assert_eq!(rx.recv().unwrap(), 42);
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message; timeouts are [`Failure::Timeout`].
 //!
@@ -112,6 +127,7 @@
 //! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
 //! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
 //! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
+//! - `docs/process.md`: processes: the mailbox's state machine, links, monitors, supervisors.
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]

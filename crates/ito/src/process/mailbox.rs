@@ -363,25 +363,7 @@ impl<M> MailboxCore<M> {
     /// `RECV`. Receiver only.
     #[inline]
     pub(crate) fn take(&self) -> Take<M> {
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            let top = stack(s);
-            if !is_open(top) {
-                return Take::Gone;
-            }
-            if top == 0 {
-                return Take::Empty;
-            }
-            match self.state.compare_exchange_weak(
-                s,
-                s & FLAGS & !RECV,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Take::Batch(top as *mut Node<M>),
-                Err(actual) => s = actual,
-            }
-        }
+        self.take_inner(false)
     }
 
     /// [`take`](Self::take), and if the queue is empty, sets `RECV` in the same step so that
@@ -389,26 +371,31 @@ impl<M> MailboxCore<M> {
     /// stored any extra waker that the `extra` hook of pushes should wake.
     #[inline]
     pub(crate) fn take_or_arm(&self) -> Take<M> {
+        self.take_inner(true)
+    }
+
+    #[inline]
+    fn take_inner(&self, arm: bool) -> Take<M> {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             let top = stack(s);
             if !is_open(top) {
                 return Take::Gone;
             }
-            let (new, took) = if top == 0 {
-                if s & RECV != 0 {
-                    return Take::Empty;
-                }
-                (s | RECV, false)
+            let new = if top != 0 {
+                s & FLAGS & !RECV
+            } else if arm && s & RECV == 0 {
+                s | RECV
             } else {
-                (s & FLAGS & !RECV, true)
+                return Take::Empty;
             };
-            // Release: a claimant that sees RECV also sees what the receiver stored before.
+            // Acquire: the nodes taken. Release (arming): a claimant that sees RECV also sees
+            // what the receiver stored before.
             match self
                 .state
                 .compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) if took => return Take::Batch(top as *mut Node<M>),
+                Ok(_) if top != 0 => return Take::Batch(top as *mut Node<M>),
                 Ok(_) => return Take::Empty,
                 Err(actual) => s = actual,
             }

@@ -21,13 +21,14 @@
 //!   the receiver dropped its `Mailbox`; `EXITED`: the process ended. Pushes to either fail and
 //!   hand the message back.
 //! - `RECV`: the receiver found the queue empty and waits. The next push wakes it.
-//! - `KILLED`: the process must end at its next poll (set by a kill or a fatal exit signal).
+//! - `KILLED`: the process must end at its next poll (set by a kill or a fatal exit signal;
+//!   the reason waits in the process's extras).
 //! - `REG`: the waker slot holds the process task's waker (written once, the first time the
 //!   process waits).
 //! - `WAKING`: a *claimant* has the waker slot: a push that found `RECV`, or a kill, about to
-//!   wake the process through it. At most one holder; the holder, before letting go, wakes again if what it was woken for changed
-//!   meanwhile (a push that found `RECV` while `WAKING` was held leaves `RECV` set; a kill that
-//!   found `WAKING` held just sets `KILLED`), so no wake-up is lost.
+//!   wake the process through it. At most one holder; the holder, before letting go, wakes
+//!   again if something came meanwhile (a push that found `RECV` while `WAKING` was held leaves
+//!   `RECV` set; a kill that found `WAKING` held just sets `KILLED`), so no wake-up is lost.
 //!
 //! Who touches what:
 //!
@@ -38,7 +39,7 @@
 //! | `WAKING` | the holder (see above) | claimants |
 //! | `KILLED` | killers | the process, at every poll |
 //! | `REG` | the process, the first time it waits | claimants |
-//! | `slot` | the process at registration, before it sets `REG`; whoever holds `WAKING` when the process exits, or the process if nobody does, takes and drops it | claimants holding `WAKING`, in a state with `REG` |
+//! | `slot` | the process at registration, before it sets `REG`; at exit, the holder of `WAKING` (or the process, if nobody holds it) takes the waker and drops it | claimants holding `WAKING`, in a state with `REG` |
 //!
 //! The waker in the slot is the *process task's* waker, so a kill can wake a process that is
 //! blocked on something other than its mailbox. A receive polled with another waker (inside a

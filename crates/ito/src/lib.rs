@@ -174,6 +174,30 @@ where
     runtime::spawn_fn_on(runtime::current(), f)
 }
 
+/// Whether the synchronous task running on this thread (a [`spawn_fn`] closure) has been
+/// cancelled, for long computations that want to stop early between blocking calls.
+/// Always `false` outside a synchronous task.
+///
+/// ```
+/// use std::sync::mpsc::channel;
+/// let (started, is_started) = channel();
+/// let (report, reported) = channel();
+/// let gate = ito::Promise::<()>::new();
+/// let g = gate.future();
+/// let task = ito::spawn_fn(move || {
+///     started.send(()).unwrap();
+///     let r = g.wait(); // returns once the task is cancelled
+///     report.send((r, ito::is_cancelled())).unwrap();
+/// });
+/// is_started.recv().unwrap();
+/// assert!(task.cancel());
+/// assert_eq!(reported.recv().unwrap(), (Err(ito::Failure::Cancelled), true));
+/// ```
+#[inline]
+pub fn is_cancelled() -> bool {
+    task::cancel::current_cancelled()
+}
+
 /// Runs a closure that may block for long on the current runtime's blocking pool.
 ///
 /// ```

@@ -121,6 +121,7 @@ pub mod future;
 mod join;
 mod loom;
 mod runtime;
+pub mod scope;
 pub mod stm;
 mod task;
 mod time;
@@ -137,6 +138,10 @@ pub use failure::Failure;
 pub use future::{Future, Promise};
 pub use join::{block_in_place, join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};
+pub use scope::{
+    CancellationToken, Scope, ScopeError, TaskSet, first_ok, race, scope, scope_fn,
+    scope_fn_supervised, scope_supervised,
+};
 pub use time::{Timeout, sleep, sleep_until, timeout};
 
 #[doc(hidden)]

@@ -61,9 +61,24 @@ unsafe fn notify_thread(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, _acti
 /// The caller holds a reference to the cell for the duration.
 #[cold]
 pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) -> Woken {
+    block_until_inner(cell, deadline, true)
+}
+
+/// [`block_until`] that ignores the cancellation of the current task (a scope waiting for its
+/// cancelled children). The caller holds a reference to the cell.
+#[cold]
+pub(crate) fn block_until_complete(cell: NonNull<CellHeader>) {
+    block_until_inner(cell, None, false);
+}
+
+fn block_until_inner(
+    cell: NonNull<CellHeader>,
+    deadline: Option<Instant>,
+    cancellable: bool,
+) -> Woken {
     // SAFETY: the caller holds a reference.
     let header = unsafe { cell.as_ref() };
-    if cancel::current_cancelled() {
+    if cancellable && cancel::current_cancelled() {
         return if header.is_complete() {
             Woken::Complete
         } else {
@@ -79,7 +94,7 @@ pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) 
     if header.is_complete() {
         return Woken::Complete;
     }
-    park_on(header, deadline, ctx)
+    park_on(header, deadline, ctx, cancellable)
 }
 
 /// Runs the task behind `cell` inline if that is safe and nobody started it.
@@ -106,7 +121,12 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     ran
 }
 
-fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCtx>) -> Woken {
+fn park_on(
+    header: &CellHeader,
+    deadline: Option<Instant>,
+    ctx: Option<&WorkerCtx>,
+    cancellable: bool,
+) -> Woken {
     let node = ThreadNode {
         waiter: Waiter::new_owner(notify_thread),
         thread: thread::current(),
@@ -120,7 +140,7 @@ fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCt
     }
     // A cancellation queued on this thread may be what completes the future.
     crate::task::run_pending_cancels();
-    let watch = Watch::new();
+    let watch = if cancellable { Watch::new() } else { None };
     let _blocked = ctx.map(WorkerCtx::enter_blocking);
     let why = loop {
         if node.done.load(Ordering::Acquire) {

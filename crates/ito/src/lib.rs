@@ -93,6 +93,25 @@
 //! assert_eq!((stock.read_atomic(), sold.future().wait()), (1, Ok("widget")));
 //! ```
 //!
+//! **Structured concurrency.** [`scope_fn`] runs children that may borrow from the caller
+//! and does not return before all of them ended; the first failure cancels the rest. [`race`],
+//! [`first_ok`], [`TaskSet`] and [`CancellationToken`] cover the other shapes. Cancelling a
+//! task ([`Future::cancel`]) drops an async task at its next `.await`; a synchronous one sees
+//! it in ito's blocking calls, which return [`Failure::Cancelled`].
+//!
+//! ```
+//! let words = ["tasks", "that", "borrow"];
+//! let lengths = ito::scope_fn(|s| {
+//!     let handles: Vec<_> = words.iter().map(|w| s.spawn_fn(move || w.len())).collect();
+//!     handles.iter().map(|h| h.wait().unwrap()).sum::<usize>()
+//! });
+//! assert_eq!(lengths.unwrap(), 15);
+//!
+//! let slow = ito::spawn(async { ito::Future::<u8>::never().await.unwrap() });
+//! let fast = ito::spawn(async { 1u8 });
+//! assert_eq!(ito::race(slow, fast).wait(), Ok(1)); // `slow` is cancelled
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message; timeouts are [`Failure::Timeout`].
 //!
@@ -112,6 +131,7 @@
 //! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
 //! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
 //! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
+//! - `docs/structured.md`: task cancellation and scopes.
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]

@@ -64,8 +64,9 @@ pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) 
     block_until_inner(cell, deadline, true)
 }
 
-/// [`block_until`] that ignores the cancellation of the current task (a scope waiting for its
-/// cancelled children). The caller holds a reference to the cell.
+/// [`block_until`] that ignores the cancellation of the current task: for waits that keep
+/// borrowed memory alive (a scope waiting for its cancelled children, `install` waiting for
+/// the task that points into its frame). The caller holds a reference to the cell.
 #[cold]
 pub(crate) fn block_until_complete(cell: NonNull<CellHeader>) {
     block_until_inner(cell, None, false);

@@ -1,0 +1,53 @@
+//! Regression tests for bugs found in task cancellation and structured concurrency. Each test
+//! failed before the fix named in its comment.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use common::get;
+use ito::{Promise, Runtime};
+
+fn rt(workers: usize) -> Runtime {
+    Runtime::builder().workers(workers).build().unwrap()
+}
+
+/// `Runtime::install` (and `Runtime::join`) from a thread that is not one of the target
+/// runtime's workers lends the closure a pointer into the caller's frame and waits for the
+/// task running it. That wait was cancellable: inside a cancelled synchronous task it returned
+/// at once, the frame unwound (a "runtime shut down" panic) while the other runtime still
+/// ran the closure and then wrote its result into the dead frame.
+#[test]
+fn install_from_a_cancelled_task_waits_for_the_installed_closure() {
+    let home = rt(1);
+    let other = Arc::new(rt(1));
+    let (started, is_started) = channel();
+    let release = Promise::<()>::new();
+    let r = release.future();
+    let finished = Arc::new(AtomicBool::new(false));
+    let (o, fin) = (other.clone(), finished.clone());
+    let task = home.spawn_fn(move || {
+        let mut on_this_frame = [0u64; 8];
+        let got = o.install(|| {
+            started.send(()).unwrap();
+            r.wait().unwrap();
+            on_this_frame[3] = 7;
+            fin.store(true, Ordering::SeqCst);
+            on_this_frame[3]
+        });
+        // The closure returned before `install` did, cancelled or not.
+        (got, fin.load(Ordering::SeqCst), on_this_frame[3])
+    });
+    let watcher = task.map(|r| r);
+    is_started.recv().unwrap();
+    assert!(task.cancel()); // the task is blocked inside `install`
+    // Before the fix the task ended here, without waiting for the closure; give it the time
+    // to (the fixed code waits for the release below, so this only delays the test).
+    assert_eq!(watcher.wait_timeout(Duration::from_millis(100)), None);
+    release.success(()).unwrap();
+    assert_eq!(get(&watcher), Ok((7, true, 7)));
+    assert!(finished.load(Ordering::SeqCst));
+}

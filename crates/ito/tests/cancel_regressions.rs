@@ -51,3 +51,38 @@ fn install_from_a_cancelled_task_waits_for_the_installed_closure() {
     assert_eq!(get(&watcher), Ok((7, true, 7)));
     assert!(finished.load(Ordering::SeqCst));
 }
+
+/// A synchronous task that waits for an async task runs it inline when nobody started it.
+/// The async task's poll used to inherit the waiter's "current synchronous task": a blocking
+/// call inside that poll returned `Err(Cancelled)` when the *waiter* was cancelled, and
+/// `ito::is_cancelled()` there reported the waiter's cancellation. The async task was not
+/// cancelled and must not see it.
+#[test]
+fn an_async_task_run_inline_by_a_cancelled_waiter_is_not_cancelled() {
+    let rt = rt(1);
+    let (started, is_started) = channel();
+    let (handle_tx, handle_rx) = channel();
+    let gate = Promise::<()>::new();
+    let g = gate.future();
+    let task = rt.spawn_fn(move || {
+        // Pushed on this worker's deque and, with one worker, run inline by `wait` below.
+        let inner = ito::spawn(async move {
+            started.send(()).unwrap();
+            let seen_before = ito::is_cancelled();
+            let r = g.wait(); // blocking inside a poll: allowed, if not recommended
+            (r, seen_before, ito::is_cancelled())
+        });
+        handle_tx.send(inner.clone()).unwrap();
+        inner.wait()
+    });
+    let watcher = task.map(|_| ());
+    let inner = handle_rx.recv().unwrap();
+    is_started.recv().unwrap();
+    assert!(task.cancel());
+    gate.success(()).unwrap();
+    assert_eq!(get(&inner), Ok((Ok(()), false, false)));
+    // The waiter itself finishes once the inline run returns (nothing cancels it earlier:
+    // the inline run is on its stack).
+    assert!(get(&watcher).is_ok());
+}
+

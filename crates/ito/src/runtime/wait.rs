@@ -111,6 +111,9 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     if !same_runtime || !ctx.stack_has_room() {
         return false;
     }
+    // The task run here is not part of the current synchronous task (if any): its blocking
+    // calls and `is_cancelled` must not answer for ours.
+    let _outside = cancel::Running::outside();
     if ctx.run_if_on_top(task.as_ptr()) {
         return true;
     }

@@ -3,13 +3,30 @@
 
 mod common;
 
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use common::get;
 use ito::{Promise, Runtime};
+
+/// Returns `Pending` once (waking itself), then `Ready`: one suspension point.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
 
 fn rt(workers: usize) -> Runtime {
     Runtime::builder().workers(workers).build().unwrap()
@@ -86,3 +103,51 @@ fn an_async_task_run_inline_by_a_cancelled_waiter_is_not_cancelled() {
     assert!(get(&watcher).is_ok());
 }
 
+/// A child spawned while its scope was being cancelled could miss the cancellation: `cancel`
+/// marked the scope and took the list of children under the lock, and only then cancelled
+/// the token; `track` inserted the new child under the lock and then checked the token. A
+/// child inserted between the two was in neither the list nor saw the token, and ran on.
+#[test]
+fn a_child_spawned_during_the_scope_cancellation_is_cancelled() {
+    const ROUNDS: usize = 3000;
+    let mut spawned = 0;
+    for _ in 0..ROUNDS {
+        let gate = Promise::<()>::new();
+        let normal = Arc::new(AtomicUsize::new(0));
+        let count = Arc::new(AtomicUsize::new(0));
+        let (g, n, c, c2) = (gate.future(), normal.clone(), count.clone(), &count);
+        let r = ito::scope_fn(|s| {
+            let spawner = s.spawn_fn(move || {
+                while !s.token().is_cancelled() {
+                    let (g, n) = (g.clone(), n.clone());
+                    s.spawn(async move {
+                        g.await.unwrap();
+                        // One more suspension: a child cancelled during the poll that saw
+                        // the gate open is dropped here (a poll that returns `Ready` would
+                        // complete normally, cancelled or not).
+                        YieldOnce(false).await;
+                        n.fetch_add(1, Ordering::SeqCst);
+                    });
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            // Cancel while the spawner is busy spawning.
+            while c2.load(Ordering::Relaxed) < 2 {
+                std::thread::yield_now();
+            }
+            s.cancel();
+            // Once the spawner has stopped, every child it spawned was cancelled: before
+            // the fix, one could have been missed.
+            assert_eq!(spawner.wait(), Ok(()));
+            gate.success(()).unwrap();
+        });
+        assert!(r.is_ok());
+        spawned += count.load(Ordering::Relaxed);
+        assert_eq!(
+            normal.load(Ordering::SeqCst),
+            0,
+            "a child escaped the cancellation"
+        );
+    }
+    assert!(spawned > 0);
+}

@@ -64,8 +64,9 @@ pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) 
     block_until_inner(cell, deadline, true)
 }
 
-/// [`block_until`] that ignores the cancellation of the current task (a scope waiting for its
-/// cancelled children). The caller holds a reference to the cell.
+/// [`block_until`] that ignores the cancellation of the current task: for waits that keep
+/// borrowed memory alive (a scope waiting for its cancelled children, `install` waiting for
+/// the task that points into its frame). The caller holds a reference to the cell.
 #[cold]
 pub(crate) fn block_until_complete(cell: NonNull<CellHeader>) {
     block_until_inner(cell, None, false);
@@ -110,6 +111,9 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     if !same_runtime || !ctx.stack_has_room() {
         return false;
     }
+    // The task run here is not part of the current synchronous task (if any): its blocking
+    // calls and `is_cancelled` must not answer for ours.
+    let _outside = cancel::Running::outside();
     if ctx.run_if_on_top(task.as_ptr()) {
         return true;
     }

@@ -205,15 +205,19 @@ impl ScopeShared {
     /// Tracks a freshly spawned child until it completes.
     fn track<T: Send + Sync + 'static>(self: &Arc<Self>, child: &Future<T>) {
         self.pending.fetch_add(1, Ordering::AcqRel);
-        let id = {
+        let (id, cancelling) = {
             let mut c = self.children.lock().unwrap();
             let id = c.next_id;
             c.next_id += 1;
             c.live.insert(id, ChildRef::new(child));
-            id
+            (id, c.cancelling)
         };
-        if self.token.is_cancelled() {
-            // Spawned while (or after) the scope was cancelled: it must not run on.
+        // Spawned while (or after) the scope was cancelled: it must not run on. `cancelling`
+        // is read under the lock under which `cancel` sets it and takes its list of children,
+        // so a child is either on that list or sees the flag (the token alone is not enough:
+        // `cancel` cancels it after releasing the lock). The token also covers a user who
+        // cancelled it directly.
+        if cancelling || self.token.is_cancelled() {
             child.abort();
         }
         let me = self.clone();

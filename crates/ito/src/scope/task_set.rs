@@ -139,7 +139,8 @@ impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
     /// assert_eq!(set.join_next_blocking(), None);
     /// ```
     pub fn join_next_blocking(&mut self) -> Option<Result<T, Failure>> {
-        crate::runtime::block_on_cancellable(self.join_next()).unwrap_or(Some(Err(Failure::Cancelled)))
+        crate::runtime::block_on_cancellable(self.join_next())
+            .unwrap_or(Some(Err(Failure::Cancelled)))
     }
 
     /// How many results are still to come (running tasks and results not yet taken).

@@ -45,6 +45,18 @@ impl Running {
     }
 }
 
+impl Running {
+    /// Marks this thread as running no synchronous task, until dropped. A waiter that runs
+    /// the awaited task inline uses it: an async task's poll (or whatever else runs there)
+    /// is not part of the waiter's body, and must not see the waiter's cancellation. (A
+    /// synchronous task run inline names itself on entry anyway.)
+    #[inline]
+    pub(crate) fn outside() -> Running {
+        let prev = CURRENT.with(|c| c.replace(ptr::null()));
+        Running { prev }
+    }
+}
+
 impl Drop for Running {
     #[inline]
     fn drop(&mut self) {

@@ -116,12 +116,14 @@
 
 #![warn(missing_docs)]
 
+pub mod channel;
 mod failure;
 pub mod future;
 mod join;
 mod loom;
 mod runtime;
 pub mod stm;
+pub mod sync;
 mod task;
 mod time;
 

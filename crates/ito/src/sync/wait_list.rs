@@ -243,14 +243,6 @@ impl<P> WaitList<P> {
     }
 }
 
-impl<P> Drop for WaitList<P> {
-    fn drop(&mut self) {
-        // Every waiting future borrows (or owns a reference to) the primitive, so a list can
-        // only be dropped empty.
-        debug_assert!(self.is_empty(), "a wait list dropped with waiters");
-    }
-}
-
 /// Wakers collected under a lock, woken after it is released (a waker may run arbitrary
 /// code; none of it should run while we hold a primitive's lock).
 pub(crate) struct WakeList {

@@ -24,7 +24,9 @@
 //!   whole measurement.
 //!
 //! The count-down is `ito::sync::Latch` for ito and its tokio equivalent (an atomic count and a
-//! `tokio::sync::Notify` the last task signals). Every run checks that all T tasks ran.
+//! `tokio::sync::Notify` the last task signals); `--countdown semaphore` uses the document's
+//! semaphore instead (no permits at first, one added by each task, all taken at once by the
+//! caller), on both. Every run checks that all T tasks ran.
 //!
 //! Each (impl, mode, T, S, P) runs in its own child process when the command has several, so
 //! that its `peak_rss_bytes` (`VmHWM`) is its own: `rss_growth_bytes` is the peak minus the
@@ -92,6 +94,11 @@ pub(crate) struct PoolArgs {
     /// Worker threads of each runtime.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// How a run counts its tasks down: a latch (`latch`), or document 003's semaphore
+    /// (`semaphore`: no permits at first, one added by each task, all taken at once by the
+    /// caller).
+    #[arg(long, value_enum, default_value = "latch")]
+    countdown: Countdown,
     /// Who spawns and waits, comma-separated for several: a task on the runtime, or the main
     /// thread in `block_on`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "task")]
@@ -128,6 +135,26 @@ impl Mode {
             Mode::Pool => "pool",
             Mode::Bounded => "bounded",
             Mode::ChannelPool => "channel-pool",
+        }
+    }
+}
+
+/// How a run's tasks signal that they are done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Countdown {
+    /// ito: `ito::sync::Latch`; tokio: an atomic count and a `Notify`.
+    Latch,
+    /// Document 003's `Coro::Semaphore->new(1 - $tasks)`: a semaphore of no permits, one
+    /// added per task, all taken at once by the caller.
+    Semaphore,
+}
+
+impl Countdown {
+    fn name(self) -> &'static str {
+        match self {
+            Countdown::Latch => "latch",
+            Countdown::Semaphore => "semaphore",
         }
     }
 }
@@ -192,6 +219,8 @@ struct PoolRecord {
     /// `task` (a task on the runtime spawns and waits) or `main` (the main thread, in
     /// `block_on`).
     caller: Caller,
+    /// `latch` or `semaphore`.
+    countdown: Countdown,
     /// Wall-clock seconds of the timed runs.
     seconds: Option<f64>,
     /// `runs / seconds`.
@@ -226,6 +255,7 @@ struct Config {
     runs: u32,
     workers: usize,
     caller: Caller,
+    countdown: Countdown,
 }
 
 impl Config {
@@ -240,6 +270,7 @@ impl Config {
             pool_size: (self.mode != Mode::Spawn).then_some(self.pool_size),
             workers: self.workers,
             caller: self.caller,
+            countdown: self.countdown,
             seconds: None,
             runs_per_s: None,
             peak_rss_bytes: None,
@@ -274,6 +305,8 @@ impl Config {
             &self.workers.to_string(),
             "--caller",
             self.caller.name(),
+            "--countdown",
+            self.countdown.name(),
             "--timeout-s",
             &timeout_s.to_string(),
         ]
@@ -325,6 +358,7 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
                                 runs: args.runs,
                                 workers: args.workers,
                                 caller,
+                                countdown: args.countdown,
                             });
                         }
                     }
@@ -476,13 +510,41 @@ mod ito_impl {
     use super::*;
     use ito::sync::{Latch, Pool, Semaphore};
 
-    /// One task's body: sleep (if asked), count it, count the latch down.
-    async fn task(sleep: Option<Duration>, latch: Arc<Latch>, counted: Arc<AtomicUsize>) {
+    /// A run's count-down (see [`Countdown`]).
+    enum Done {
+        Latch(Latch),
+        /// Permits added one per task; the caller takes all `.1` at once.
+        Semaphore(Semaphore, usize),
+    }
+
+    impl Done {
+        fn new(kind: Countdown, n: usize) -> Arc<Done> {
+            Arc::new(match kind {
+                Countdown::Latch => Done::Latch(Latch::new(n)),
+                Countdown::Semaphore => Done::Semaphore(Semaphore::new(0), n),
+            })
+        }
+        fn signal(&self) {
+            match self {
+                Done::Latch(l) => l.count_down(),
+                Done::Semaphore(s, _) => s.add_permits(1),
+            }
+        }
+        async fn wait(&self) {
+            match self {
+                Done::Latch(l) => l.wait().await,
+                Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
+            }
+        }
+    }
+
+    /// One task's body: sleep (if asked), count it, count the run down.
+    async fn task(sleep: Option<Duration>, done: Arc<Done>, counted: Arc<AtomicUsize>) {
         if let Some(d) = sleep {
             ito::sleep(d).await.expect("a sleep never fails");
         }
         counted.fetch_add(1, Ordering::Relaxed);
-        latch.count_down();
+        done.signal();
     }
 
     pub(super) fn measure(config: Config, counted: &Arc<AtomicUsize>) -> Outcome {
@@ -497,38 +559,38 @@ mod ito_impl {
             match config.mode {
                 Mode::Spawn => {
                     timed(config, || async {
-                        let latch = Arc::new(Latch::new(n));
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
-                            drop(ito::spawn(task(sleep, latch.clone(), counted.clone())));
+                            drop(ito::spawn(task(sleep, done.clone(), counted.clone())));
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await
                 }
                 Mode::Pool => {
                     let pool = Pool::new(config.pool_size);
                     timed(config, || async {
-                        let latch = Arc::new(Latch::new(n));
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
-                            drop(pool.spawn(task(sleep, latch.clone(), counted.clone())));
+                            drop(pool.spawn(task(sleep, done.clone(), counted.clone())));
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await
                 }
                 Mode::Bounded => {
                     let limit = Arc::new(Semaphore::new(config.pool_size));
                     timed(config, || async {
-                        let latch = Arc::new(Latch::new(n));
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
                             let permit = limit.acquire_owned().await.expect("never closed");
-                            let body = task(sleep, latch.clone(), counted.clone());
+                            let body = task(sleep, done.clone(), counted.clone());
                             drop(ito::spawn(async move {
                                 body.await;
                                 drop(permit);
                             }));
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await
                 }
@@ -546,14 +608,14 @@ mod ito_impl {
                         .collect();
                     drop(queue);
                     let outcome = timed(config, || async {
-                        let latch = Arc::new(Latch::new(n));
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
-                            let job = task(sleep, latch.clone(), counted.clone());
+                            let job = task(sleep, done.clone(), counted.clone());
                             if jobs.send(Box::pin(job)).await.is_err() {
                                 unreachable!("the workers outlive the runs");
                             }
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await;
                     drop(jobs);
@@ -576,37 +638,52 @@ mod tokio_impl {
     use super::*;
     use tokio::sync::{Mutex, Notify, Semaphore, mpsc};
 
-    /// tokio's count-down latch: an atomic count and a `Notify` the last task signals.
-    struct Latch {
-        left: AtomicUsize,
-        done: Notify,
+    /// A run's count-down (see [`Countdown`]): tokio has no latch; its equivalent is an atomic
+    /// count and a `Notify` the last task signals.
+    enum Done {
+        Latch(AtomicUsize, Notify),
+        /// Permits added one per task; the caller takes all `.1` at once.
+        Semaphore(Semaphore, u32),
     }
 
-    impl Latch {
-        fn new(n: usize) -> Arc<Latch> {
-            Arc::new(Latch {
-                left: AtomicUsize::new(n),
-                done: Notify::new(),
+    impl Done {
+        fn new(kind: Countdown, n: usize) -> Arc<Done> {
+            Arc::new(match kind {
+                Countdown::Latch => Done::Latch(AtomicUsize::new(n), Notify::new()),
+                Countdown::Semaphore => Done::Semaphore(
+                    Semaphore::new(0),
+                    u32::try_from(n).expect("tokio takes at most u32::MAX permits at once"),
+                ),
             })
         }
-        fn count_down(&self) {
-            if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
-                self.done.notify_one();
+        fn signal(&self) {
+            match self {
+                Done::Latch(left, notify) => {
+                    if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        notify.notify_one();
+                    }
+                }
+                Done::Semaphore(s, _) => s.add_permits(1),
             }
         }
         async fn wait(&self) {
-            if self.left.load(Ordering::Acquire) > 0 {
-                self.done.notified().await;
+            match self {
+                Done::Latch(left, notify) => {
+                    if left.load(Ordering::Acquire) > 0 {
+                        notify.notified().await;
+                    }
+                }
+                Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
             }
         }
     }
 
-    async fn task(sleep: Option<Duration>, latch: Arc<Latch>, counted: Arc<AtomicUsize>) {
+    async fn task(sleep: Option<Duration>, done: Arc<Done>, counted: Arc<AtomicUsize>) {
         if let Some(d) = sleep {
             tokio::time::sleep(d).await;
         }
         counted.fetch_add(1, Ordering::Relaxed);
-        latch.count_down();
+        done.signal();
     }
 
     pub(super) fn measure(config: Config, counted: &Arc<AtomicUsize>) -> Outcome {
@@ -622,43 +699,43 @@ mod tokio_impl {
             match config.mode {
                 Mode::Spawn => {
                     timed(config, || async {
-                        let latch = Latch::new(n);
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
-                            tokio::spawn(task(sleep, latch.clone(), counted.clone()));
+                            tokio::spawn(task(sleep, done.clone(), counted.clone()));
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await
                 }
                 Mode::Pool => {
                     let limit = Arc::new(Semaphore::new(config.pool_size));
                     timed(config, || async {
-                        let latch = Latch::new(n);
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
                             let (limit, body) =
-                                (limit.clone(), task(sleep, latch.clone(), counted.clone()));
+                                (limit.clone(), task(sleep, done.clone(), counted.clone()));
                             tokio::spawn(async move {
                                 let _permit = limit.acquire_owned().await.expect("never closed");
                                 body.await;
                             });
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await
                 }
                 Mode::Bounded => {
                     let limit = Arc::new(Semaphore::new(config.pool_size));
                     timed(config, || async {
-                        let latch = Latch::new(n);
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
                             let permit = limit.clone().acquire_owned().await.expect("never closed");
-                            let body = task(sleep, latch.clone(), counted.clone());
+                            let body = task(sleep, done.clone(), counted.clone());
                             tokio::spawn(async move {
                                 body.await;
                                 drop(permit);
                             });
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await
                 }
@@ -680,14 +757,14 @@ mod tokio_impl {
                         })
                         .collect();
                     let outcome = timed(config, || async {
-                        let latch = Latch::new(n);
+                        let done = Done::new(config.countdown, n);
                         for _ in 0..n {
-                            let job = task(sleep, latch.clone(), counted.clone());
+                            let job = task(sleep, done.clone(), counted.clone());
                             if jobs.send(Box::pin(job)).await.is_err() {
                                 unreachable!("the workers outlive the runs");
                             }
                         }
-                        latch.wait().await;
+                        done.wait().await;
                     })
                     .await;
                     drop(jobs);
@@ -717,6 +794,7 @@ fn summarize(records: &[PoolRecord]) {
                 && t.sleep_ms == r.sleep_ms
                 && t.pool_size == r.pool_size
                 && t.caller == r.caller
+                && t.countdown == r.countdown
         })
     };
     for r in records {

@@ -12,7 +12,7 @@ use futures_core::Stream;
 use super::chan::{Chan, RawRecv};
 use super::error::{RecvError, TryRecvError};
 use crate::loom::Ordering;
-use crate::sync::block;
+use crate::sync::{block, spin_briefly};
 
 /// The receiving half of a channel. Clone it for more receivers (each value goes to exactly
 /// one of them, the one that has waited longest); the channel closes for the senders when the
@@ -84,10 +84,14 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv_blocking(), Ok(3));
     /// ```
     pub fn recv_blocking(&self) -> Result<T, RecvError> {
-        match self.try_recv() {
-            Ok(v) => Ok(v),
-            Err(TryRecvError::Closed) => Err(RecvError::Closed),
-            Err(TryRecvError::Empty) => block(self.recv()).unwrap_or(Err(RecvError::Cancelled)),
+        let tried = spin_briefly((), |()| match self.try_recv() {
+            Ok(v) => Ok(Ok(v)),
+            Err(TryRecvError::Closed) => Ok(Err(RecvError::Closed)),
+            Err(TryRecvError::Empty) => Err(()),
+        });
+        match tried {
+            Ok(r) => r,
+            Err(()) => block(self.recv()).unwrap_or(Err(RecvError::Cancelled)),
         }
     }
 

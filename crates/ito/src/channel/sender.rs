@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use super::chan::{Chan, RawSend};
 use super::error::{SendBlockingError, SendError, TrySendError};
 use crate::loom::Ordering;
-use crate::sync::block_pinned;
+use crate::sync::{block_pinned, spin_briefly};
 
 /// The sending half of a channel. Clone it for more senders; the channel closes (for the
 /// receivers, once they drained it) when the last one is dropped.
@@ -73,10 +73,14 @@ impl<T> Sender<T> {
     /// assert_eq!(consumer.wait(), Ok(Ok(5)));
     /// ```
     pub fn send_blocking(&self, value: T) -> Result<(), SendBlockingError<T>> {
-        let value = match self.try_send(value) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Closed(v)) => return Err(SendBlockingError::Closed(v)),
-            Err(TrySendError::Full(v)) => v,
+        let tried = spin_briefly(value, |v| match self.try_send(v) {
+            Ok(()) => Ok(Ok(())),
+            Err(TrySendError::Closed(v)) => Ok(Err(SendBlockingError::Closed(v))),
+            Err(TrySendError::Full(v)) => Err(v),
+        });
+        let value = match tried {
+            Ok(r) => return r,
+            Err(v) => v,
         };
         let mut fut = pin!(self.send(value));
         match block_pinned(fut.as_mut()) {

@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use super::acquire::{Acquire, poll_guard};
 use super::error::TryLockError;
 use super::semaphore::Semaphore;
-use super::{Cancelled, block};
+use super::{Cancelled, block, spin_briefly};
 
 /// A mutual-exclusion lock whose [`lock`](Self::lock) can be `.await`ed, so a task may hold
 /// it across suspension points; fair (first come, first served).
@@ -108,7 +108,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert_eq!(m.into_inner(), vec![1, 2]);
     /// ```
     pub fn lock_blocking(&self) -> Result<MutexGuard<'_, T>, Cancelled> {
-        self.try_lock().or_else(|TryLockError| block(self.lock()))
+        spin_briefly((), |()| self.try_lock().map_err(drop)).or_else(|()| block(self.lock()))
     }
 
     /// Takes the lock if it is free and nobody waits for it; never waits.

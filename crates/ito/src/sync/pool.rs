@@ -47,7 +47,7 @@ use std::task::{Context, Poll, Waker};
 use super::acquire::{AcquireOwned, RawAcquire};
 use super::permit::OwnedSemaphorePermit;
 use super::semaphore::Semaphore;
-use super::{Cancelled, block};
+use super::{Cancelled, block, spin_briefly};
 use crate::{Future, runtime, task};
 
 /// Runs at most `limit` of its tasks at a time; the others wait, in spawn order, without
@@ -210,10 +210,11 @@ impl Pool {
     /// assert_eq!(slot.spawn_fn(|| 1).wait(), Ok(1));
     /// ```
     pub fn reserve_blocking(&self) -> Result<Reservation, Cancelled> {
-        if let Ok(permit) = self.sem.try_acquire_owned() {
-            return Ok(Reservation { permit });
+        let tried = spin_briefly((), |()| self.sem.try_acquire_owned().map_err(drop));
+        match tried {
+            Ok(permit) => Ok(Reservation { permit }),
+            Err(()) => block(self.reserve()),
         }
-        block(self.reserve())
     }
 
     /// Blocks the caller until a slot is free, then spawns `fut` into it (document 003's

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use super::acquire::{Acquire, poll_guard};
 use super::error::TryLockError;
 use super::semaphore::Semaphore;
-use super::{Cancelled, block};
+use super::{Cancelled, block, spin_briefly};
 
 /// A reader-writer lock for tasks: many readers or one writer, served in arrival order.
 ///
@@ -113,7 +113,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(lock.read_blocking().unwrap().len(), 2);
     /// ```
     pub fn read_blocking(&self) -> Result<RwLockReadGuard<'_, T>, Cancelled> {
-        self.try_read().or_else(|TryLockError| block(self.read()))
+        spin_briefly((), |()| self.try_read().map_err(drop)).or_else(|()| block(self.read()))
     }
 
     /// Waits for write access from plain code; fails only if the calling task is cancelled.
@@ -124,7 +124,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(lock.into_inner(), 9);
     /// ```
     pub fn write_blocking(&self) -> Result<RwLockWriteGuard<'_, T>, Cancelled> {
-        self.try_write().or_else(|TryLockError| block(self.write()))
+        spin_briefly((), |()| self.try_write().map_err(drop)).or_else(|()| block(self.write()))
     }
 
     /// Takes read access if no writer holds or waits for the lock; never waits.

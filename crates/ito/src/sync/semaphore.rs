@@ -291,11 +291,11 @@ impl Semaphore {
     /// assert_eq!(sem.acquire_many_blocking(2).unwrap().num_permits(), 2);
     /// ```
     pub fn acquire_many_blocking(&self, n: usize) -> Result<SemaphorePermit<'_>, AcquireError> {
-        match self.try_acquire_many(n) {
-            Ok(p) => Ok(p),
-            Err(TryAcquireError::Closed) => Err(AcquireError::Closed),
-            Err(TryAcquireError::NoPermits) => super::block(self.acquire_many(n))?,
-        }
+        self.take_blocking(n)?;
+        Ok(SemaphorePermit {
+            sem: self,
+            permits: n,
+        })
     }
 
     /// [`try_acquire`](Self::try_acquire) for a permit that owns a reference to the semaphore,
@@ -373,10 +373,24 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn acquire_owned_blocking(self: &Arc<Self>) -> Result<OwnedSemaphorePermit, AcquireError> {
-        match self.try_acquire_owned() {
-            Ok(p) => Ok(p),
-            Err(TryAcquireError::Closed) => Err(AcquireError::Closed),
-            Err(TryAcquireError::NoPermits) => super::block(self.acquire_owned())?,
+        self.take_blocking(1)?;
+        Ok(OwnedSemaphorePermit {
+            sem: Arc::clone(self),
+            permits: 1,
+        })
+    }
+
+    /// Takes `n` permits for a blocking caller: the fast path, a brief spin, then a wait in
+    /// the queue. The caller owns the permits on `Ok`.
+    fn take_blocking(&self, n: usize) -> Result<(), AcquireError> {
+        let tried = super::spin_briefly((), |()| match self.try_take(n) {
+            Ok(()) => Ok(Ok(())),
+            Err(TryAcquireError::Closed) => Ok(Err(AcquireError::Closed)),
+            Err(TryAcquireError::NoPermits) => Err(()),
+        });
+        match tried {
+            Ok(r) => r,
+            Err(()) => super::block(self.acquire_many(n))?.map(SemaphorePermit::forget),
         }
     }
 

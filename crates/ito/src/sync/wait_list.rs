@@ -244,24 +244,20 @@ impl<P> WaitList<P> {
 }
 
 /// Wakers collected under a lock, woken after it is released (a waker may run arbitrary
-/// code; none of it should run while we hold a primitive's lock).
+/// code; none of it should run while we hold a primitive's lock). Most operations wake one
+/// waiter or none, which costs no allocation; a `close` with many waiters spills to a `Vec`.
 pub(crate) struct WakeList {
-    inline: [Option<Waker>; WakeList::INLINE],
-    len: usize,
-    spill: Vec<Waker>,
+    first: Option<Waker>,
+    rest: Vec<Waker>,
 }
 
 impl WakeList {
-    /// Wakers kept without allocating; more (a `close` with many waiters) spill to a `Vec`.
-    const INLINE: usize = 4;
-
     /// An empty list.
     #[inline]
     pub(crate) fn new() -> Self {
         WakeList {
-            inline: [const { None }; WakeList::INLINE],
-            len: 0,
-            spill: Vec::new(),
+            first: None,
+            rest: Vec::new(),
         }
     }
 
@@ -269,11 +265,10 @@ impl WakeList {
     #[inline]
     pub(crate) fn push(&mut self, waker: Option<Waker>) {
         let Some(w) = waker else { return };
-        if self.len < Self::INLINE {
-            self.inline[self.len] = Some(w);
-            self.len += 1;
+        if self.first.is_none() {
+            self.first = Some(w);
         } else {
-            self.spill.push(w);
+            self.rest.push(w);
         }
     }
 
@@ -281,13 +276,11 @@ impl WakeList {
     /// is contained: the others are still woken.
     #[inline]
     pub(crate) fn wake_all(mut self) {
-        for w in self.inline.iter_mut().take(self.len) {
-            if let Some(w) = w.take() {
-                wake(w);
-            }
-        }
-        for w in self.spill.drain(..) {
+        if let Some(w) = self.first.take() {
             wake(w);
+        }
+        if !self.rest.is_empty() {
+            self.rest.drain(..).for_each(wake);
         }
     }
 }

@@ -112,6 +112,8 @@
 //! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
 //! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
 //! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
+//! - `docs/sync.md`: [`sync`] and [`channel`]: one wait list, fairness, cancel safety, the
+//!   rendezvous, and the [`sync::Pool`].
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]

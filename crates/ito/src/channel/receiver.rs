@@ -198,6 +198,13 @@ impl<T> Stream for Receiver<T> {
 }
 
 /// The future of [`Receiver::recv`].
+///
+/// ```
+/// let (tx, rx) = ito::channel::bounded(1);
+/// let pending = rx.recv(); // nothing happens until it is awaited
+/// tx.try_send(4).unwrap();
+/// assert_eq!(ito::block_on(pending), Ok(4));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct RecvFuture<'a, T> {
     receiver: &'a Receiver<T>,
@@ -227,6 +234,15 @@ impl<T> fmt::Debug for RecvFuture<'_, T> {
 }
 
 /// The blocking iterator of [`Receiver::iter`].
+///
+/// ```
+/// let (tx, rx) = ito::channel::unbounded();
+/// tx.try_send("a").unwrap();
+/// drop(tx);
+/// let mut it = rx.iter();
+/// assert_eq!(it.next(), Some("a"));
+/// assert_eq!(it.next(), None); // closed and drained
+/// ```
 #[must_use = "iterators do nothing unless consumed"]
 pub struct Iter<'a, T> {
     receiver: &'a Receiver<T>,
@@ -246,6 +262,12 @@ impl<T> fmt::Debug for Iter<'_, T> {
 }
 
 /// The non-blocking iterator of [`Receiver::try_iter`].
+///
+/// ```
+/// let (tx, rx) = ito::channel::unbounded::<u8>();
+/// assert_eq!(rx.try_iter().next(), None); // empty: does not wait
+/// # drop(tx);
+/// ```
 #[must_use = "iterators do nothing unless consumed"]
 pub struct TryIter<'a, T> {
     receiver: &'a Receiver<T>,
@@ -265,6 +287,13 @@ impl<T> fmt::Debug for TryIter<'_, T> {
 }
 
 /// The blocking iterator of a [`Receiver`] taken by value (`for v in rx`).
+///
+/// ```
+/// let (tx, rx) = ito::channel::unbounded();
+/// tx.try_send(1).unwrap();
+/// drop(tx);
+/// assert_eq!(rx.into_iter().collect::<Vec<_>>(), [1]);
+/// ```
 #[must_use = "iterators do nothing unless consumed"]
 pub struct IntoIter<T> {
     receiver: Receiver<T>,

@@ -135,6 +135,13 @@ impl<T> fmt::Debug for Sender<T> {
 }
 
 /// The future of [`Sender::send`].
+///
+/// ```
+/// let (tx, rx) = ito::channel::bounded(0);
+/// let consumer = ito::spawn(async move { rx.recv().await });
+/// ito::block_on(tx.send(9)).unwrap(); // a rendezvous: completes when the consumer has it
+/// assert_eq!(consumer.wait(), Ok(Ok(9)));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct SendFuture<'a, T> {
     sender: &'a Sender<T>,

@@ -141,6 +141,13 @@ impl RawAcquire {
 }
 
 /// The future of [`Semaphore::acquire`] and [`Semaphore::acquire_many`].
+///
+/// ```
+/// let sem = ito::sync::Semaphore::new(1);
+/// let acquire = sem.acquire_many(1);
+/// let permit = ito::block_on(acquire).unwrap();
+/// assert_eq!(permit.num_permits(), 1);
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Acquire<'a> {
     pub(super) sem: &'a Semaphore,
@@ -177,6 +184,14 @@ impl fmt::Debug for Acquire<'_> {
 }
 
 /// The future of [`Semaphore::acquire_owned`] and [`Semaphore::acquire_many_owned`].
+///
+/// ```
+/// use std::sync::Arc;
+/// let sem = Arc::new(ito::sync::Semaphore::new(1));
+/// let acquire = sem.acquire_owned(); // owns its semaphore: it can move into a task
+/// let task = ito::spawn(async move { acquire.await.map(|p| p.num_permits()) });
+/// assert_eq!(task.wait(), Ok(Ok(1)));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct AcquireOwned {
     pub(super) sem: Arc<Semaphore>,

@@ -48,6 +48,12 @@ struct Round {
 
 /// What [`Barrier::wait`] returns: whether this party was the round's leader (its last
 /// arrival; exactly one per round).
+///
+/// ```
+/// let b = ito::sync::Barrier::new(1);
+/// let r = b.wait_blocking().unwrap();
+/// assert!(r.is_leader());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "tells whether this party is the round's leader"]
 pub struct BarrierWaitResult {
@@ -140,6 +146,11 @@ impl fmt::Debug for Barrier {
 }
 
 /// The future of [`Barrier::wait`]. It arrives when first polled.
+///
+/// ```
+/// let b = ito::sync::Barrier::new(1);
+/// assert!(ito::block_on(b.wait()).is_leader());
+/// ```
 #[must_use = "futures do nothing unless awaited (and arrive when first polled)"]
 pub struct BarrierWait<'a> {
     barrier: &'a Barrier,

@@ -6,6 +6,13 @@ use std::fmt;
 use crate::Failure;
 
 /// Why an acquisition that waits failed.
+///
+/// ```
+/// use ito::sync::{AcquireError, Semaphore};
+/// let sem = Semaphore::new(0);
+/// sem.close();
+/// assert_eq!(sem.acquire_blocking().unwrap_err(), AcquireError::Closed);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AcquireError {
     /// The semaphore was [closed](super::Semaphore::close).
@@ -15,6 +22,11 @@ pub enum AcquireError {
 }
 
 /// Why [`Semaphore::try_acquire`](super::Semaphore::try_acquire) failed.
+///
+/// ```
+/// use ito::sync::{Semaphore, TryAcquireError};
+/// assert_eq!(Semaphore::new(0).try_acquire().unwrap_err(), TryAcquireError::NoPermits);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TryAcquireError {
     /// Not enough permits free right now (or others are waiting for them).
@@ -113,6 +125,12 @@ impl From<Cancelled> for Failure {
 }
 
 /// [`Mutex::try_lock`](super::Mutex::try_lock) failed: the lock is held, or others are waiting for it.
+///
+/// ```
+/// let m = ito::sync::Mutex::new(());
+/// let _held = m.try_lock().unwrap();
+/// assert_eq!(m.try_lock().unwrap_err(), ito::sync::TryLockError);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TryLockError;
 

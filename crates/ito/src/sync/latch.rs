@@ -181,6 +181,11 @@ impl fmt::Debug for Latch {
 }
 
 /// The future of [`Latch::wait`].
+///
+/// ```
+/// let latch = ito::sync::Latch::new(0);
+/// ito::block_on(latch.wait()); // open from the start: ready at once
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct LatchWait<'a> {
     inner: WaitRef<'a, ()>,

@@ -161,6 +161,12 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
 }
 
 /// The future of [`Mutex::lock`].
+///
+/// ```
+/// let m = ito::sync::Mutex::new(1);
+/// let guard = ito::block_on(m.lock());
+/// assert_eq!(*guard, 1);
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Lock<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,
@@ -188,6 +194,15 @@ impl<T: ?Sized> fmt::Debug for Lock<'_, T> {
 
 /// Exclusive access to a [`Mutex`]'s value; unlocks (handing the lock to the oldest waiter)
 /// when dropped.
+///
+/// ```
+/// let m = ito::sync::Mutex::new(String::new());
+/// {
+///     let mut g = m.lock_blocking().unwrap();
+///     g.push_str("held");
+/// } // unlocked here
+/// assert_eq!(*m.try_lock().unwrap(), "held");
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct MutexGuard<'a, T: ?Sized> {
     mutex: &'a Mutex<T>,

@@ -6,6 +6,15 @@ use std::sync::Arc;
 use super::semaphore::Semaphore;
 
 /// Permits borrowed from a [`Semaphore`]; returned when dropped.
+///
+/// ```
+/// let sem = ito::sync::Semaphore::new(1);
+/// {
+///     let _permit = sem.try_acquire().unwrap();
+///     assert_eq!(sem.available_permits(), 0);
+/// }
+/// assert_eq!(sem.available_permits(), 1);
+/// ```
 #[must_use = "the permits are returned as soon as this is dropped"]
 pub struct SemaphorePermit<'a> {
     pub(super) sem: &'a Semaphore,
@@ -51,6 +60,14 @@ impl fmt::Debug for SemaphorePermit<'_> {
 }
 
 /// Permits of an `Arc<Semaphore>`, free to move into a task; returned when dropped.
+///
+/// ```
+/// use std::sync::Arc;
+/// let sem = Arc::new(ito::sync::Semaphore::new(1));
+/// let permit = sem.try_acquire_owned().unwrap();
+/// std::thread::spawn(move || drop(permit)).join().unwrap();
+/// assert_eq!(sem.available_permits(), 1);
+/// ```
 #[must_use = "the permits are returned as soon as this is dropped"]
 pub struct OwnedSemaphorePermit {
     pub(super) sem: Arc<Semaphore>,

@@ -248,6 +248,14 @@ impl fmt::Debug for Pool {
 
 /// A slot of a [`Pool`], taken by [`Pool::reserve`]: spawn one task into it. Dropping it
 /// unused frees the slot.
+///
+/// ```
+/// let pool = ito::sync::Pool::new(1);
+/// let slot = pool.reserve_blocking().unwrap();
+/// assert_eq!(pool.running(), 1); // taken before the task exists
+/// drop(slot);
+/// assert_eq!(pool.running(), 0);
+/// ```
 #[must_use = "the slot is freed as soon as this is dropped"]
 pub struct Reservation {
     permit: OwnedSemaphorePermit,
@@ -292,6 +300,12 @@ impl fmt::Debug for Reservation {
 }
 
 /// The future of [`Pool::reserve`].
+///
+/// ```
+/// let pool = ito::sync::Pool::new(1);
+/// let slot = ito::block_on(pool.reserve());
+/// assert_eq!(slot.spawn(async { 1 }).wait(), Ok(1));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Reserve {
     acquire: AcquireOwned,

@@ -49,6 +49,10 @@ unsafe impl<T: ?Sized + Send + Sync> Sync for RwLock<T> {}
 
 impl<T> RwLock<T> {
     /// The most readers that can hold the lock at once.
+    ///
+    /// ```
+    /// assert!(ito::sync::RwLock::<()>::MAX_READERS >= 1 << 20);
+    /// ```
     pub const MAX_READERS: usize = Semaphore::MAX_PERMITS;
 
     /// An unlocked lock holding `value`.
@@ -187,6 +191,11 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
 }
 
 /// The future of [`RwLock::read`].
+///
+/// ```
+/// let lock = ito::sync::RwLock::new(3);
+/// assert_eq!(*ito::block_on(lock.read()), 3);
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Read<'a, T: ?Sized> {
     lock: &'a RwLock<T>,
@@ -207,6 +216,12 @@ impl<'a, T: ?Sized> StdFuture for Read<'a, T> {
 }
 
 /// The future of [`RwLock::write`].
+///
+/// ```
+/// let lock = ito::sync::RwLock::new(3);
+/// *ito::block_on(lock.write()) += 1;
+/// assert_eq!(lock.into_inner(), 4);
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Write<'a, T: ?Sized> {
     lock: &'a RwLock<T>,
@@ -239,12 +254,27 @@ impl<T: ?Sized> fmt::Debug for Write<'_, T> {
 }
 
 /// Shared access to an [`RwLock`]'s value; released when dropped.
+///
+/// ```
+/// let lock = ito::sync::RwLock::new(vec![1, 2]);
+/// let (a, b) = (lock.try_read().unwrap(), lock.try_read().unwrap()); // shared
+/// assert_eq!(a.len() + b.len(), 4);
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct RwLockReadGuard<'a, T: ?Sized> {
     lock: &'a RwLock<T>,
 }
 
 /// Exclusive access to an [`RwLock`]'s value; released when dropped.
+///
+/// ```
+/// let lock = ito::sync::RwLock::new(0);
+/// let mut w = lock.try_write().unwrap();
+/// *w = 5;
+/// assert!(lock.try_read().is_err()); // exclusive
+/// drop(w);
+/// assert_eq!(*lock.try_read().unwrap(), 5);
+/// ```
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct RwLockWriteGuard<'a, T: ?Sized> {
     lock: &'a RwLock<T>,

@@ -106,6 +106,11 @@ impl Wanted {
 
 impl Semaphore {
     /// The most permits a semaphore can hold.
+    ///
+    /// ```
+    /// let sem = ito::sync::Semaphore::new(ito::sync::Semaphore::MAX_PERMITS);
+    /// assert_eq!(sem.available_permits(), ito::sync::Semaphore::MAX_PERMITS);
+    /// ```
     pub const MAX_PERMITS: usize = usize::MAX >> 3;
 
     /// A semaphore with `permits` free permits.

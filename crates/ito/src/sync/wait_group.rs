@@ -126,6 +126,12 @@ impl fmt::Debug for WaitGroup {
 }
 
 /// The future of [`WaitGroup::wait`].
+///
+/// ```
+/// let wg = ito::sync::WaitGroup::new();
+/// let waiting = wg.wait(); // the only handle is gone: ready at once
+/// ito::block_on(waiting);
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct WaitGroupWait {
     inner: Wait<()>,

@@ -28,6 +28,11 @@
 //! primitives' `cancel` functions. Because both paths run under the lock, the future can only
 //! free its node after the dequeuer is done with it: the dequeuer never touches the node after
 //! it releases the lock.
+//!
+//! A node is `!Unpin` (`PhantomPinned`), and so is every future that contains one: a
+//! `&mut` to such a future (its `poll` gets one) does not claim exclusive access to the node's
+//! `UnsafeCell` fields, which other threads reach through the list under the lock. This is
+//! the convention tokio's intrusive lists rely on too.
 
 use std::marker::PhantomPinned;
 use std::ptr::NonNull;

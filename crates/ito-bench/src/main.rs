@@ -13,6 +13,8 @@
 //! ito-bench futures or-alt|read-seq|read-concurrent|first-completed|callbacks
 //!                   [--impl ito,shared,tokio] [<bench's own options>] [--workers W] [--repeat R]
 //!                   [--timeout-s S] [--record]
+//! ito-bench pool [--mode spawn,pool,bounded,channel-pool] [--tasks T] [--runs R] [--sleep-ms S]
+//!                [--pool-size P] [--impl ito,tokio] [--workers 2] [--timeout-s S] [--record]
 //! ```
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
@@ -29,6 +31,7 @@ mod fib;
 mod futures_bench;
 mod join;
 mod measure;
+mod pool;
 mod stm_bank;
 
 use std::path::PathBuf;
@@ -72,6 +75,8 @@ enum Cmd {
     StmBank(stm_bank::StmBankArgs),
     /// Document 004: the ScalaMeter benchmarks of futures and promises, against peers.
     Futures(futures_bench::FuturesArgs),
+    /// Document 003: spawn vs pool vs semaphore-bounded vs channel pool, against tokio.
+    Pool(pool::PoolArgs),
 }
 
 /// Arguments of `fib`.
@@ -157,6 +162,7 @@ fn main() -> ExitCode {
         Cmd::Join(args) => join::command(&args),
         Cmd::StmBank(args) => stm_bank::command(&args),
         Cmd::Futures(args) => futures_bench::command(&args),
+        Cmd::Pool(args) => pool::command(&args),
     }
 }
 

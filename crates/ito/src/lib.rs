@@ -132,10 +132,13 @@
 //! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
 //! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
 //! - `docs/structured.md`: task cancellation and scopes.
+//! - `docs/sync.md`: [`sync`] and [`channel`]: one wait list, fairness, cancel safety, the
+//!   rendezvous, and the [`sync::Pool`].
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]
 
+pub mod channel;
 mod failure;
 pub mod future;
 mod join;
@@ -143,6 +146,7 @@ mod loom;
 mod runtime;
 pub mod scope;
 pub mod stm;
+pub mod sync;
 mod task;
 mod time;
 

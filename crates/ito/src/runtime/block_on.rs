@@ -51,7 +51,6 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
 /// [`block_on`] for ito's own blocking calls (`acquire_blocking`, `recv_blocking`, ...):
 /// `Err(Failure::Cancelled)` instead of the output when the synchronous task running on this
 /// thread is cancelled before `fut` completes (`fut` is then dropped).
-#[allow(dead_code)] // used by the blocking calls as they land
 pub(crate) fn block_on_cancellable<F: IntoFuture>(fut: F) -> Result<F::Output, crate::Failure> {
     drive(fut.into_future(), true).ok_or(crate::Failure::Cancelled)
 }

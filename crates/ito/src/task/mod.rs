@@ -466,3 +466,45 @@ where
 pub const fn task_size<B, T>() -> usize {
     std::mem::size_of::<TaskCell<B, T>>()
 }
+
+// ----- async tasks that start idle (ito::sync::Pool) -----
+
+/// A task polling `fut` that is allocated but not queued: it first runs when one of its
+/// wakers is woken. `init` gets the body, pinned where it stays, and a waker of the task,
+/// before anyone else can reach the task (`sync::Pool` queues the body's wait-list node, with
+/// the waker, for a free slot). While `init` runs the task counts as running, so a wake from
+/// another thread meanwhile (the slot freed the moment the node was queued) is remembered and
+/// acted on when `init` returns, exactly as after a poll.
+pub(crate) fn new_future_idle<G>(
+    fut: G,
+    sched: &'static Shared,
+    init: impl FnOnce(std::pin::Pin<&mut G>, &std::task::Waker),
+) -> Future<G::Output>
+where
+    G: StdFuture + Send + 'static,
+    G::Output: Send + 'static,
+{
+    let (task, f) = alloc(fut, sched, &FutTask::<G>::VTABLE);
+    let h = task.0;
+    // SAFETY: live: `task` and `f` hold references.
+    let header = unsafe { h.as_ref() };
+    let won = header.state.transition_to_running();
+    debug_assert_eq!(won, Claim::Run, "a fresh task is ours to run");
+    // SAFETY: `task` holds a reference for as long as the borrowed waker is used (below).
+    let w = unsafe { waker::borrowed(h) };
+    let cell = h.cast::<TaskCell<G, G::Output>>();
+    // SAFETY: live, as above.
+    unsafe { cell.as_ref() }.body.with_mut(|p| {
+        // SAFETY: we won `SCHEDULED → RUNNING`: exclusive access to the body, which lives in
+        // the task's heap allocation and is never moved until it is dropped in place.
+        init(unsafe { std::pin::Pin::new_unchecked(&mut **p) }, &w)
+    });
+    match header.state.transition_to_idle() {
+        AfterPoll::Idle => {}
+        AfterPoll::Reschedule => crate::runtime::schedule(task),
+        // Nobody holds a handle yet, but a cancellation is handled like after any poll.
+        // SAFETY: still the runner (the state stays RUNNING).
+        AfterPoll::Cancel => unsafe { FutTask::<G>::cancel(h) },
+    }
+    f
+}

@@ -5,4 +5,5 @@ mod loom_cell;
 mod loom_idle;
 mod loom_join;
 mod loom_stm;
+mod loom_sync;
 mod loom_task;

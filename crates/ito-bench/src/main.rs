@@ -13,6 +13,8 @@
 //! ito-bench futures or-alt|read-seq|read-concurrent|first-completed|callbacks
 //!                   [--impl ito,shared,tokio] [<bench's own options>] [--workers W] [--repeat R]
 //!                   [--timeout-s S] [--record]
+//! ito-bench find-tree --dirs D --files F --seed S --out DIR
+//! ito-bench find --tree DIR [--runs R] [--workers W] [--ito-find PATH] [--record]
 //! ```
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
@@ -26,6 +28,7 @@
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
 mod fib;
+mod find;
 mod futures_bench;
 mod join;
 mod measure;
@@ -72,6 +75,10 @@ enum Cmd {
     StmBank(stm_bank::StmBankArgs),
     /// Document 004: the ScalaMeter benchmarks of futures and promises, against peers.
     Futures(futures_bench::FuturesArgs),
+    /// Document 002: make a deterministic tree shaped like a home directory.
+    FindTree(find::FindTreeArgs),
+    /// Document 002: ito-find against GNU find and fd on a tree.
+    Find(find::FindArgs),
 }
 
 /// Arguments of `fib`.
@@ -157,6 +164,8 @@ fn main() -> ExitCode {
         Cmd::Join(args) => join::command(&args),
         Cmd::StmBank(args) => stm_bank::command(&args),
         Cmd::Futures(args) => futures_bench::command(&args),
+        Cmd::FindTree(args) => find::tree_command(&args),
+        Cmd::Find(args) => find::command(&args),
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! A task gets one directory ([`DirJob`]) and walks it depth first with a stack of its own:
 //! each subdirectory it finds is [`offer`](par::Spawner::offer)ed to a new task, and kept on
-//! the stack when no permit is free. A directory is opened relative to its parent's
+//! the stack when no permit is free; before each directory it reads, the task offers the
+//! bottom of its stack again (the oldest directories, nearest the top of the tree) while
+//! permits are free. A directory is opened relative to its parent's
 //! descriptor (`openat(parent, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`) and read with
 //! `getdents64` into a buffer that stays with the thread; the entry's `d_type` decides
 //! whether it is a directory, with an `fstatat` only when the file system does not say
@@ -15,6 +17,7 @@ pub(crate) mod par;
 pub(crate) mod tally;
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::io;
 use std::mem::MaybeUninit;
@@ -111,11 +114,19 @@ impl Walker {
         let mut dents = DENTS
             .take()
             .unwrap_or_else(|| Box::new_uninit_slice(DENTS_BYTES));
-        let mut stack = vec![job];
+        let mut stack = VecDeque::from([job]);
         let mut read = 0;
-        while let Some(job) = stack.pop() {
+        while let Some(job) = stack.pop_back() {
             if sp.is_cancelled() {
                 break;
+            }
+            // Permits came back since these were stacked: hand out the oldest, the nearest
+            // the top of the tree, which hold the most work.
+            while let Some(oldest) = stack.pop_front() {
+                if let Err(oldest) = sp.offer(oldest) {
+                    stack.push_front(oldest);
+                    break;
+                }
             }
             read += 1;
             if self.read_dir(job, sp, &mut stack, &mut batch, &mut dents) == Flow::Stop {
@@ -135,7 +146,7 @@ impl Walker {
         &self,
         mut job: DirJob,
         sp: &Spawner<'_, DirJob>,
-        stack: &mut Vec<DirJob>,
+        stack: &mut VecDeque<DirJob>,
         batch: &mut Batch,
         dents: &mut [MaybeUninit<u8>],
     ) -> Flow {
@@ -262,7 +273,7 @@ impl Walker {
                     ignores: ignores.clone(),
                 };
                 if let Err(child) = sp.offer(child) {
-                    stack.push(child);
+                    stack.push_back(child);
                 }
             }
         }

@@ -278,13 +278,21 @@ fn first_match_cancels_the_rest_of_the_walk() {
     fs::write(t.path().join("needle"), b"").unwrap();
     let mut c = Config::new(Pattern::exact("needle"));
     c.paths = vec![t.path().into()];
-    c.workers = 2;
     c.max_results = Some(1);
+    // One worker: the tasks offered while the root was read cannot start before the match
+    // cancels them, so only the root is read.
+    c.workers = 1;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let o = Search::new(c.clone()).unwrap().run_into(&mut out, &mut err);
+    assert_eq!((o.matches, o.errors, o.dirs_read), (1, 0, 1));
+    assert!(out.ends_with(b"/needle\n"));
+    // Two workers: the other one may read a few directories before it sees the stop, but
+    // far fewer than the tree's 1,641.
+    c.workers = 2;
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let o = Search::new(c.clone()).unwrap().run_into(&mut out, &mut err);
     assert_eq!((o.matches, o.errors), (1, 0));
     assert!(out.ends_with(b"/needle\n"));
-    // Cancelled: far fewer than the 1,641 directories were read.
     assert!(o.dirs_read < 1641 / 2, "read {} directories", o.dirs_read);
     // Without the limit every directory is read.
     c.max_results = None;

@@ -155,3 +155,78 @@ impl<J: Send + 'static> Drop for Task<J> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn runtime() -> Runtime {
+        Runtime::builder().workers(2).build().unwrap()
+    }
+
+    /// A binary tree of jobs of depth `d`: every job's body runs exactly once, whether it got
+    /// a task of its own or was run inline.
+    fn tree(depth: u32, permits: usize) -> usize {
+        fn visit(d: u32, sp: &Spawner<'_, u32>, runs: &AtomicUsize) {
+            runs.fetch_add(1, Ordering::Relaxed);
+            if d == 0 {
+                return;
+            }
+            for _ in 0..2 {
+                if let Err(d) = sp.offer(d - 1) {
+                    visit(d, sp, runs);
+                }
+            }
+        }
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&runs);
+        let f = run(&runtime(), permits, vec![depth], move |d, sp| {
+            visit(d, sp, &r)
+        });
+        assert!(!f.panicked);
+        runs.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn every_job_runs_exactly_once() {
+        for permits in [0, 1, 3, 64] {
+            assert_eq!(tree(12, permits), (1 << 13) - 1, "permits {permits}");
+        }
+    }
+
+    #[test]
+    fn a_panicking_task_still_leaves_and_is_reported() {
+        let f = run(&runtime(), 4, vec![0u32, 1, 2], |j, _| {
+            assert_ne!(j, 1, "task 1 fails");
+        });
+        assert!(f.panicked);
+    }
+
+    #[test]
+    fn cancel_stops_tasks_before_their_body() {
+        // One worker: the offered tasks cannot start before the first one returns, by
+        // which time the walk is cancelled, so none of their bodies runs.
+        let bodies = Arc::new(AtomicUsize::new(0));
+        let b = Arc::clone(&bodies);
+        let rt = Runtime::builder().workers(1).build().unwrap();
+        let f = run(&rt, 1000, vec![true], move |first, sp| {
+            b.fetch_add(1, Ordering::Relaxed);
+            if first {
+                for _ in 0..100 {
+                    assert!(sp.offer(false).is_ok());
+                }
+                sp.cancel();
+                assert!(sp.is_cancelled());
+            }
+        });
+        assert!(!f.panicked);
+        assert_eq!(bodies.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn no_roots_is_an_empty_walk() {
+        let f = run(&runtime(), 1, Vec::<u8>::new(), |_, _| unreachable!());
+        assert!(!f.panicked);
+    }
+}

@@ -99,6 +99,10 @@ struct FindRecord {
     tree: String,
     commit: String,
     nproc: usize,
+    /// CPU cores that other processes kept busy, on average, during the whole measurement
+    /// (the machine's busy time from `/proc/stat` minus this process's and its children's):
+    /// 0 on a quiet machine; above 0.1 the numbers are disturbed.
+    other_cores: Option<f64>,
     /// Whether every run printed what it should (no line, or one line ending in the target).
     ok: bool,
 }
@@ -378,6 +382,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let cpu_before = CpuSample::now();
     // times[tool][query], ok[tool][query]
     let mut times = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
     let mut oks = vec![vec![true; QUERIES.len()]; tools.len()];
@@ -401,6 +406,13 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 }
             }
         }
+    }
+    let other_cores = cpu_before.and_then(|b| CpuSample::now().map(|a| a.other_cores_since(&b)));
+    if let Some(o) = other_cores.filter(|&o| o > 0.1) {
+        eprintln!(
+            "note: other processes kept {o:.2} cores busy during the measurement: not a quiet \
+             machine"
+        );
     }
     let medians: Vec<Vec<f64>> = times
         .iter_mut()
@@ -430,6 +442,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 tree: args.tree.display().to_string(),
                 commit: measure::commit(),
                 nproc: measure::nproc(),
+                other_cores: other_cores.map(round3),
                 ok: oks[t][q],
             };
             all_ok &= rec.ok;
@@ -442,6 +455,54 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
     } else {
         eprintln!("ito-bench: a tool printed something other than expected (ok: false)");
         ExitCode::FAILURE
+    }
+}
+
+/// The machine's busy CPU time and this process's (children included), in clock ticks.
+struct CpuSample {
+    at: Instant,
+    machine_busy: u64,
+    ours: u64,
+}
+
+impl CpuSample {
+    /// `None` where `/proc` cannot tell.
+    fn now() -> Option<CpuSample> {
+        let stat = fs::read_to_string("/proc/stat").ok()?;
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...
+        let total: u64 = cpu.iter().take(8).sum();
+        let idle = cpu.get(3)? + cpu.get(4)?;
+        let me = fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command name (which may hold spaces): utime is the 14th field of
+        // the line, i.e. the 12th after ") ", then stime, cutime, cstime.
+        let rest = &me[me.rfind(')')? + 2..];
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        Some(CpuSample {
+            at: Instant::now(),
+            machine_busy: total - idle,
+            ours: f.iter().sum(),
+        })
+    }
+
+    /// Cores other processes used on average since `before`.
+    fn other_cores_since(&self, before: &CpuSample) -> f64 {
+        let ticks = 100.0; // USER_HZ on Linux
+        let busy = self.machine_busy.saturating_sub(before.machine_busy) as f64;
+        let ours = self.ours.saturating_sub(before.ours) as f64;
+        let secs = self.at.duration_since(before.at).as_secs_f64();
+        ((busy - ours).max(0.0) / ticks / secs.max(1e-3)).max(0.0)
     }
 }
 

@@ -15,6 +15,8 @@
 //!                   [--timeout-s S] [--record]
 //! ito-bench pool [--mode spawn,pool,bounded,channel-pool] [--tasks T] [--runs R] [--sleep-ms S]
 //!                [--pool-size P] [--impl ito,tokio] [--workers 2] [--timeout-s S] [--record]
+//! ito-bench find-tree --dirs D --files F --seed S --out DIR
+//! ito-bench find --tree DIR [--runs R] [--workers W] [--ito-find PATH] [--record]
 //! ```
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
@@ -28,6 +30,7 @@
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
 mod fib;
+mod find;
 mod futures_bench;
 mod join;
 mod measure;
@@ -77,6 +80,10 @@ enum Cmd {
     Futures(futures_bench::FuturesArgs),
     /// Document 003: spawn vs pool vs semaphore-bounded vs channel pool, against tokio.
     Pool(pool::PoolArgs),
+    /// Document 002: make a deterministic tree shaped like a home directory.
+    FindTree(find::FindTreeArgs),
+    /// Document 002: ito-find against GNU find and fd on a tree.
+    Find(find::FindArgs),
 }
 
 /// Arguments of `fib`.
@@ -163,6 +170,8 @@ fn main() -> ExitCode {
         Cmd::StmBank(args) => stm_bank::command(&args),
         Cmd::Futures(args) => futures_bench::command(&args),
         Cmd::Pool(args) => pool::command(&args),
+        Cmd::FindTree(args) => find::tree_command(&args),
+        Cmd::Find(args) => find::command(&args),
     }
 }
 

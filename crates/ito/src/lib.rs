@@ -143,6 +143,7 @@ mod failure;
 pub mod future;
 mod join;
 mod loom;
+pub mod process;
 mod runtime;
 pub mod scope;
 pub mod stm;

@@ -112,6 +112,21 @@
 //! assert_eq!(ito::race(slow, fast).wait(), Ok(1)); // `slow` is cancelled
 //! ```
 //!
+//! **Processes.** [`process`] is Erlang's process model: [`process::spawn`] a body that
+//! receives from its own mailbox, address it with a [`process::Pid`], link, monitor and
+//! supervise processes. A waiting process costs about 200 bytes.
+//!
+//! ```
+//! use ito::process::{self, Mailbox};
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! let doubler = process::spawn(move |mut mb: Mailbox<u32>| async move {
+//!     let n = mb.recv().await;
+//!     tx.send(2 * n).unwrap();
+//! });
+//! doubler.send(21).unwrap();
+//! assert_eq!(rx.recv().unwrap(), 42);
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message; timeouts are [`Failure::Timeout`].
 //!
@@ -134,6 +149,7 @@
 //! - `docs/structured.md`: task cancellation and scopes.
 //! - `docs/sync.md`: [`sync`] and [`channel`]: one wait list, fairness, cancel safety, the
 //!   rendezvous, and the [`sync::Pool`].
+//! - `docs/process.md`: processes: the mailbox's state machine, links, monitors, supervisors.
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]

@@ -21,13 +21,14 @@
 //!   the receiver dropped its `Mailbox`; `EXITED`: the process ended. Pushes to either fail and
 //!   hand the message back.
 //! - `RECV`: the receiver found the queue empty and waits. The next push wakes it.
-//! - `KILLED`: the process must end at its next poll (set by a kill or a fatal exit signal).
+//! - `KILLED`: the process must end at its next poll (set by a kill or a fatal exit signal;
+//!   the reason waits in the process's extras).
 //! - `REG`: the waker slot holds the process task's waker (written once, the first time the
 //!   process waits).
 //! - `WAKING`: a *claimant* has the waker slot: a push that found `RECV`, or a kill, about to
-//!   wake the process through it. At most one holder; the holder, before letting go, wakes again if what it was woken for changed
-//!   meanwhile (a push that found `RECV` while `WAKING` was held leaves `RECV` set; a kill that
-//!   found `WAKING` held just sets `KILLED`), so no wake-up is lost.
+//!   wake the process through it. At most one holder; the holder, before letting go, wakes
+//!   again if something came meanwhile (a push that found `RECV` while `WAKING` was held leaves
+//!   `RECV` set; a kill that found `WAKING` held just sets `KILLED`), so no wake-up is lost.
 //!
 //! Who touches what:
 //!
@@ -38,7 +39,7 @@
 //! | `WAKING` | the holder (see above) | claimants |
 //! | `KILLED` | killers | the process, at every poll |
 //! | `REG` | the process, the first time it waits | claimants |
-//! | `slot` | the process at registration, before it sets `REG`; whoever holds `WAKING` when the process exits, or the process if nobody does, takes and drops it | claimants holding `WAKING`, in a state with `REG` |
+//! | `slot` | the process at registration, before it sets `REG`; at exit, the holder of `WAKING` (or the process, if nobody holds it) takes the waker and drops it | claimants holding `WAKING`, in a state with `REG` |
 //!
 //! The waker in the slot is the *process task's* waker, so a kill can wake a process that is
 //! blocked on something other than its mailbox. A receive polled with another waker (inside a
@@ -363,25 +364,7 @@ impl<M> MailboxCore<M> {
     /// `RECV`. Receiver only.
     #[inline]
     pub(crate) fn take(&self) -> Take<M> {
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            let top = stack(s);
-            if !is_open(top) {
-                return Take::Gone;
-            }
-            if top == 0 {
-                return Take::Empty;
-            }
-            match self.state.compare_exchange_weak(
-                s,
-                s & FLAGS & !RECV,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Take::Batch(top as *mut Node<M>),
-                Err(actual) => s = actual,
-            }
-        }
+        self.take_inner(false)
     }
 
     /// [`take`](Self::take), and if the queue is empty, sets `RECV` in the same step so that
@@ -389,26 +372,31 @@ impl<M> MailboxCore<M> {
     /// stored any extra waker that the `extra` hook of pushes should wake.
     #[inline]
     pub(crate) fn take_or_arm(&self) -> Take<M> {
+        self.take_inner(true)
+    }
+
+    #[inline]
+    fn take_inner(&self, arm: bool) -> Take<M> {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             let top = stack(s);
             if !is_open(top) {
                 return Take::Gone;
             }
-            let (new, took) = if top == 0 {
-                if s & RECV != 0 {
-                    return Take::Empty;
-                }
-                (s | RECV, false)
+            let new = if top != 0 {
+                s & FLAGS & !RECV
+            } else if arm && s & RECV == 0 {
+                s | RECV
             } else {
-                (s & FLAGS & !RECV, true)
+                return Take::Empty;
             };
-            // Release: a claimant that sees RECV also sees what the receiver stored before.
+            // Acquire: the nodes taken. Release (arming): a claimant that sees RECV also sees
+            // what the receiver stored before.
             match self
                 .state
                 .compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) if took => return Take::Batch(top as *mut Node<M>),
+                Ok(_) if top != 0 => return Take::Batch(top as *mut Node<M>),
                 Ok(_) => return Take::Empty,
                 Err(actual) => s = actual,
             }

@@ -74,7 +74,8 @@ pub(crate) use mailbox::{MailboxCore, Node, NodeBox, Take};
 
 /// Spawns a process on the current runtime. `body` receives the process's [`Mailbox`] and
 /// returns its async body; the process ends when the body does (see [`IntoExit`] for what it
-/// may return).
+/// may return). `body` itself is called at once, on the calling thread; the async body runs
+/// on the runtime's workers.
 ///
 /// ```
 /// use ito::process::{self, Exit, Mailbox};

@@ -113,7 +113,9 @@ impl<M: Send + 'static> Pid<M> {
 
     /// Kills the process: it ends with [`Exit::Killed`] at its next poll, whatever it is
     /// waiting for, and cannot trap it. Its body is dropped (destructors run); its links and
-    /// monitors learn `Killed`. Killing a process that has ended does nothing.
+    /// monitors learn `Killed`. Killing a process that has ended does nothing. A body blocked
+    /// inside a synchronous call (a blocking `wait()`, a blocking channel) is dropped when
+    /// that call returns and the body yields.
     ///
     /// ```
     /// use ito::process::{self, Exit, Mailbox};

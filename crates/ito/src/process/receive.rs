@@ -25,7 +25,10 @@ use super::pid::{AnyPid, Pid, ProcessId};
 /// exits. Each process gets its own from [`spawn`](super::spawn).
 ///
 /// Receiving needs `&mut self`: one receive at a time. The mailbox closes when the process
-/// ends or drops it; later sends fail and hand their message back.
+/// ends or drops it; later sends fail and hand their message back. A mailbox may be moved
+/// into another task of the process's own (receives there are woken too); if the process
+/// ends meanwhile, that task keeps what the mailbox had already taken and receives nothing
+/// more.
 ///
 /// ```
 /// use ito::process::{self, Mailbox};

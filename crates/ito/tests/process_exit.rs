@@ -320,3 +320,47 @@ fn runtime_shutdown_ends_processes_with_shutdown() {
     assert!(waiting.send(()).is_ok());
     assert_eq!(ended(&waiting), Exit::Shutdown);
 }
+
+/// Kills, messages and normal ends race on many processes: every process ends, with the
+/// right reason, and every monitor fires once.
+#[test]
+fn kills_race_messages_and_exits() {
+    const N: usize = if cfg!(miri) { 8 } else { 200 };
+    let procs: Vec<Pid<u32>> = (0..N)
+        .map(|_| {
+            process::spawn(|mut mb: Mailbox<u32>| async move { while mb.recv().await != 0 {} })
+        })
+        .collect();
+    let exits: Vec<_> = procs.iter().map(|p| p.on_exit()).collect();
+    let flood = {
+        let procs = procs.clone();
+        std::thread::spawn(move || {
+            for round in 1..=20u32 {
+                for p in &procs {
+                    let _ = p.send(round);
+                }
+            }
+            for p in &procs {
+                let _ = p.send(0); // ends it normally, unless it was killed first
+            }
+        })
+    };
+    for p in procs.iter().step_by(2) {
+        p.kill();
+    }
+    flood.join().unwrap();
+    for (i, e) in exits.iter().enumerate() {
+        let reason = e
+            .wait_timeout(LONG)
+            .expect("a process never ended")
+            .unwrap();
+        if i % 2 == 0 {
+            assert!(
+                reason == Exit::Killed || reason == Exit::Normal,
+                "{reason:?}"
+            );
+        } else {
+            assert_eq!(reason, Exit::Normal);
+        }
+    }
+}

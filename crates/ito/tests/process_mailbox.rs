@@ -24,7 +24,7 @@ fn ended<M: Send + 'static>(p: &Pid<M>) -> Exit {
 
 #[test]
 fn messages_from_one_sender_arrive_in_order() {
-    const N: u64 = 10_000;
+    const N: u64 = if cfg!(miri) { 100 } else { 10_000 };
     let (tx, rx) = mpsc::channel();
     let p = process::spawn(move |mut mb: Mailbox<u64>| async move {
         for want in 0..N {
@@ -48,7 +48,7 @@ fn messages_from_one_sender_arrive_in_order() {
 #[test]
 fn concurrent_senders_lose_nothing() {
     const SENDERS: usize = 8;
-    const PER: u32 = 20_000;
+    const PER: u32 = if cfg!(miri) { 20 } else { 20_000 };
     let (tx, rx) = mpsc::channel();
     let receiver = process::spawn(move |mut mb: Mailbox<(usize, u32)>| async move {
         let mut next = [0u32; 2 * SENDERS];
@@ -268,7 +268,7 @@ fn a_waiting_process_is_small() {
 
 #[test]
 fn document_001_chain() {
-    const N: u64 = 10_000;
+    const N: u64 = if cfg!(miri) { 100 } else { 10_000 };
     let (tx, rx) = mpsc::channel();
     let driver = process::spawn(move |mut mb: Mailbox<u64>| async move {
         let mut next = mb.pid();

@@ -204,3 +204,27 @@ impl Drop for OnDrop {
         }
     }
 }
+
+/// `CancellationToken::cancel` completed the token's future while holding the token's lock,
+/// so callbacks registered on `cancelled()` ran under it: one that touched the same token
+/// (`child_token`, or `cancel` again) deadlocked.
+#[test]
+fn a_cancellation_callback_may_use_its_token() {
+    let token = ito::CancellationToken::new();
+    let (t1, t2) = (token.clone(), token.clone());
+    let child_is_cancelled = token
+        .cancelled()
+        .map(move |()| t1.child_token().is_cancelled());
+    let cancel_again = token.cancelled().map(move |()| t2.cancel());
+    let (done, is_done) = channel();
+    std::thread::spawn(move || {
+        token.cancel();
+        done.send(()).unwrap();
+    });
+    // Bounded only so that the deadlock fails the test instead of hanging it.
+    is_done
+        .recv_timeout(common::LONG)
+        .expect("cancel() deadlocked in its own callback");
+    assert_eq!(get(&child_is_cancelled), Ok(true));
+    assert_eq!(get(&cancel_again), Ok(()));
+}

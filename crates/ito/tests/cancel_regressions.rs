@@ -120,6 +120,11 @@ fn a_child_spawned_during_the_scope_cancellation_is_cancelled() {
         let r = ito::scope_fn(|s| {
             let spawner = s.spawn_fn(move || {
                 while !s.token().is_cancelled() {
+                    if c.load(Ordering::Relaxed) == 64 {
+                        // Enough for this round (a busy machine may be slow to cancel).
+                        let _ = s.token().cancelled().wait();
+                        break;
+                    }
                     let (g, n) = (g.clone(), n.clone());
                     s.spawn(async move {
                         g.await.unwrap();
@@ -151,4 +156,76 @@ fn a_child_spawned_during_the_scope_cancellation_is_cancelled() {
         );
     }
     assert!(spawned > 0);
+}
+
+/// Panics when cloned.
+#[derive(Debug, PartialEq)]
+struct BadClone(u32);
+
+impl Clone for BadClone {
+    fn clone(&self) -> Self {
+        panic!("expected: BadClone cannot be cloned");
+    }
+}
+
+/// A `TaskSet` cloned each result into its queue while holding its lock: a panicking `Clone`
+/// poisoned the lock, lost the result (and the task's place in the set) and made every later
+/// call on the set panic, its `Drop` included (which then left the other tasks running).
+/// A failed clone is a failure like any other (as in the combinators).
+#[test]
+fn a_task_set_survives_a_panicking_clone() {
+    common::quiet_expected_panics();
+    let gate = Promise::<()>::new();
+    let g = gate.future();
+    let mut set = ito::TaskSet::new();
+    set.spawn_fn(|| BadClone(1));
+    let r = set.join_next_blocking();
+    assert!(matches!(r, Some(Err(ref f)) if f.is_panic()), "{r:?}");
+    // The set still works: a second task, cancelled by dropping the set.
+    let dropped = Promise::<()>::new();
+    let on_drop = OnDrop(Some(dropped.clone()));
+    set.spawn(async move {
+        let _d = on_drop;
+        g.await.unwrap();
+        BadClone(2)
+    });
+    assert_eq!(set.len(), 1);
+    drop(set);
+    assert_eq!(get(&dropped.future()), Ok(()));
+    drop(gate);
+}
+
+/// Completes its promise when dropped.
+struct OnDrop(Option<Promise<()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = p.try_success(());
+        }
+    }
+}
+
+/// `CancellationToken::cancel` completed the token's future while holding the token's lock,
+/// so callbacks registered on `cancelled()` ran under it: one that touched the same token
+/// (`child_token`, or `cancel` again) deadlocked.
+#[test]
+fn a_cancellation_callback_may_use_its_token() {
+    let token = ito::CancellationToken::new();
+    let (t1, t2) = (token.clone(), token.clone());
+    let child_is_cancelled = token
+        .cancelled()
+        .map(move |()| t1.child_token().is_cancelled());
+    let cancel_again = token.cancelled().map(move |()| t2.cancel());
+    let (done, is_done) = channel();
+    std::thread::spawn(move || {
+        token.cancel();
+        done.send(()).unwrap();
+    });
+    // Bounded only so that the deadlock fails the test instead of hanging it.
+    is_done
+        .recv_timeout(common::LONG)
+        .expect("cancel() deadlocked in its own callback");
+    assert_eq!(get(&child_is_cancelled), Ok(true));
+    assert_eq!(get(&cancel_again), Ok(()));
 }

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::{Future as StdFuture, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 
@@ -94,9 +95,14 @@ impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
         };
         let shared = self.shared.clone();
         child.inner().on_complete_raw(move |r| {
+            // Cloned before locking: a panicking `Clone` under the lock would poison the set,
+            // losing this result and its wake-up. A failed clone is a failure like any other
+            // (as in the combinators).
+            let r = catch_unwind(AssertUnwindSafe(|| r.clone()))
+                .unwrap_or_else(|payload| Err(Failure::from_panic(payload)));
             let (removed, waker) = {
                 let mut s = shared.lock().unwrap();
-                s.ready.push_back(r.clone());
+                s.ready.push_back(r);
                 (s.live.remove(&id), s.waker.take())
             };
             drop(removed);

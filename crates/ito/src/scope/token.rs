@@ -1,6 +1,7 @@
 //! [`CancellationToken`]: a cancellation signal shared by a tree of computations.
 
 use std::fmt;
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::{Future, Promise};
@@ -80,15 +81,25 @@ impl CancellationToken {
     pub fn cancel(&self) {
         let mut stack = vec![self.node.clone()];
         while let Some(node) = stack.pop() {
+            let inner = node.signal.inner();
             // The lock orders this with `child_token`: a child registered before we take the
             // list is cancelled here; one registered after sees the signal and cancels itself.
-            let children = {
+            // The signal is published under the lock, but its waiters are notified after it is
+            // released: callbacks on `cancelled()` are user code, which may use this token.
+            let (children, waiters) = {
                 let mut c = node.children.lock().unwrap();
-                if !node.signal.try_success(()) {
+                if !inner.header.try_claim() {
                     continue; // already cancelled, and so were its children
                 }
-                std::mem::take(&mut *c)
+                // SAFETY: we won the claim, so we are the cell's only completer.
+                let waiters = unsafe { inner.publish_claimed(Ok(())) };
+                (std::mem::take(&mut *c), waiters)
             };
+            if !waiters.is_null() {
+                // SAFETY: `waiters` was taken from this cell by `publish_claimed`; `node` keeps
+                // the promise, and so the cell, alive during the call.
+                unsafe { crate::future::notify::dispatch(NonNull::from(inner).cast(), waiters) };
+            }
             stack.extend(children.iter().filter_map(Weak::upgrade));
         }
     }

@@ -13,6 +13,10 @@
 //! ito-bench futures or-alt|read-seq|read-concurrent|first-completed|callbacks
 //!                   [--impl ito,shared,tokio] [<bench's own options>] [--workers W] [--repeat R]
 //!                   [--timeout-s S] [--record]
+//! ito-bench pool [--mode spawn,pool,bounded,channel-pool] [--tasks T] [--runs R] [--sleep-ms S]
+//!                [--pool-size P] [--impl ito,tokio] [--workers 2] [--timeout-s S] [--record]
+//! ito-bench find-tree --dirs D --files F --seed S --out DIR
+//! ito-bench find --tree DIR [--runs R] [--workers W] [--ito-find PATH] [--record]
 //! ito-bench chain --n N[,N...] [--impl ito,tokio,go,elixir] [--workers W] [--repeat R] [--record]
 //! ito-bench ping-pong --rounds N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
 //! ito-bench fan-in --senders S --messages N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
@@ -30,10 +34,12 @@
 
 mod chain;
 mod fib;
+mod find;
 mod futures_bench;
 mod join;
 mod measure;
 mod messaging;
+mod pool;
 mod stm_bank;
 
 use std::path::PathBuf;
@@ -77,6 +83,12 @@ enum Cmd {
     StmBank(stm_bank::StmBankArgs),
     /// Document 004: the ScalaMeter benchmarks of futures and promises, against peers.
     Futures(futures_bench::FuturesArgs),
+    /// Document 003: spawn vs pool vs semaphore-bounded vs channel pool, against tokio.
+    Pool(pool::PoolArgs),
+    /// Document 002: make a deterministic tree shaped like a home directory.
+    FindTree(find::FindTreeArgs),
+    /// Document 002: ito-find against GNU find and fd on a tree.
+    Find(find::FindArgs),
     /// Document 001: a chain of N processes passing a number along, with peak memory.
     Chain(chain::ChainArgs),
     /// Processes: one message round trip between two, against tokio mpsc.
@@ -168,6 +180,9 @@ fn main() -> ExitCode {
         Cmd::Join(args) => join::command(&args),
         Cmd::StmBank(args) => stm_bank::command(&args),
         Cmd::Futures(args) => futures_bench::command(&args),
+        Cmd::Pool(args) => pool::command(&args),
+        Cmd::FindTree(args) => find::tree_command(&args),
+        Cmd::Find(args) => find::command(&args),
         Cmd::Chain(args) => chain::command(&args),
         Cmd::PingPong(args) => messaging::ping_pong_command(&args),
         Cmd::FanIn(args) => messaging::fan_in_command(&args),

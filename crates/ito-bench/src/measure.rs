@@ -137,8 +137,18 @@ fn git_commit() -> String {
 
 /// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`).
 pub(crate) fn vm_hwm_bytes() -> Option<u64> {
+    proc_status_bytes("VmHWM:")
+}
+
+/// Current resident set size of this process in bytes (`VmRSS` of `/proc/self/status`).
+pub(crate) fn vm_rss_bytes() -> Option<u64> {
+    proc_status_bytes("VmRSS:")
+}
+
+/// A `kB` line of `/proc/self/status`, in bytes.
+fn proc_status_bytes(key: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }

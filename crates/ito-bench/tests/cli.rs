@@ -500,3 +500,77 @@ fn futures_run_past_its_timeout_is_recorded_and_exits_1() {
     assert_eq!(v["error"], "timeout");
     assert_eq!(v["bench"], "read-concurrent");
 }
+
+#[test]
+fn pool_bad_arguments_are_one_line_and_exit_2() {
+    for args in [
+        &["pool", "--tasks", "0"][..],
+        &["pool", "--pool-size", "0"],
+        &["pool", "--runs", "0"],
+        &["pool", "--workers", "0"],
+        &["pool", "--mode", "bogus"],
+        &["pool", "--impl", "rayon"],
+    ] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Every mode on both impls, each configuration in its own child process: one complete JSON
+/// line each, with every field the experiment reports.
+#[test]
+fn pool_every_mode_and_impl_prints_a_line() {
+    let out = bench(&[
+        "pool",
+        "--tasks",
+        "50",
+        "--runs",
+        "3",
+        "--sleep-ms",
+        "0,1",
+        "--pool-size",
+        "4",
+        "--workers",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 4 * 2 * 2);
+    for v in &lines {
+        assert_eq!(v["experiment"], "pool");
+        assert_eq!(v["ok"], true, "{v}");
+        assert_eq!(v["tasks"], 50);
+        for field in [
+            "impl",
+            "mode",
+            "runs",
+            "sleep_ms",
+            "pool_size",
+            "runs_per_s",
+            "peak_rss_bytes",
+            "rss_growth_bytes",
+            "peak_threads",
+            "caller",
+            "commit",
+            "nproc",
+        ] {
+            assert!(v.get(field).is_some(), "missing {field}: {v}");
+        }
+        assert_eq!(v["pool_size"].is_null(), v["mode"] == "spawn");
+    }
+    for imp in ["ito", "tokio"] {
+        for mode in ["spawn", "pool", "bounded", "channel-pool"] {
+            assert!(
+                lines.iter().any(|v| v["impl"] == imp && v["mode"] == mode),
+                "{imp} {mode}"
+            );
+        }
+    }
+}

@@ -6,4 +6,5 @@ mod loom_idle;
 mod loom_join;
 mod loom_process;
 mod loom_stm;
+mod loom_sync;
 mod loom_task;

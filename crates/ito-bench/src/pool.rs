@@ -1,0 +1,853 @@
+//! `ito-bench pool`: document 003's coroutine-pool experiments (Perl Coro's `async` versus
+//! `async_pool`, a semaphore-limited pool, and a hand-made pool reading closures from a
+//! channel), on ito and on tokio.
+//!
+//! One *run* spawns `--tasks` T tasks that each (after `--sleep-ms` S, if given) count down a
+//! latch, and waits until all have: the document's `Coro::Semaphore->new(1 - $tasks)`, `up` in
+//! every task, `down` in the caller. The caller is the main thread driving the runtime
+//! (`Runtime::block_on` for both impls), as the document's main coroutine. The modes:
+//!
+//! - `spawn`: every task is spawned freely (Coro's `async`). ito: `ito::spawn`; tokio:
+//!   `tokio::spawn`.
+//! - `pool`: at most `--pool-size` P run at a time, the rest wait without blocking the
+//!   caller. ito: [`ito::sync::Pool`] (queued tasks are idle tasks, started in spawn order);
+//!   tokio has no pool: each task is spawned and first takes a permit of a
+//!   `tokio::sync::Semaphore` of P (the usual way to cap concurrency in tokio).
+//! - `bounded`: the caller takes a semaphore permit before each spawn and the task returns
+//!   it when done (the document's `$limit->down; async_pool { ...; $limit->up }`): back-pressure
+//!   on the caller. ito: `Semaphore::acquire_owned`; tokio: `Semaphore::acquire_owned`.
+//! - `channel-pool`: P worker tasks read jobs (boxed futures: the async counterpart of the
+//!   document's closures) from a bounded channel of capacity P and run them; the caller sends
+//!   the T jobs (`my_async_pool`). ito: `ito::channel::bounded`, whose receivers are cloned
+//!   into the workers (MPMC); tokio: `tokio::sync::mpsc` with the one receiver shared behind a
+//!   `tokio::sync::Mutex` (tokio's channels have a single consumer). The workers live for the
+//!   whole measurement.
+//!
+//! A task is what the document's is, a signal (`async { $sem->up }`), with a sleep before it
+//! only when `--sleep-ms` asks for one. The count-down is `ito::sync::Latch` for ito and its
+//! tokio equivalent (an atomic count and a `tokio::sync::Notify` the last task signals);
+//! `--countdown semaphore` uses the document's semaphore instead (no permits at first, one
+//! added by each task, all taken at once by the caller), on both. Either way a run ends only
+//! once all T tasks have signalled, so a completed run is a checked one (a lost task hangs the
+//! run, which the watchdog reports as a failure).
+//!
+//! Each (impl, mode, T, S, P) runs in its own child process when the command has several, so
+//! that its `peak_rss_bytes` (`VmHWM`) is its own: `rss_growth_bytes` is the peak minus the
+//! resident size after the runtime started and before the first run (document 003 reports the
+//! `ps -o rss` of 10,000 tasks). `runs_per_s` is `--runs` divided by the time of the timed
+//! runs (after a few warm-up runs). One JSON line per configuration; a summary on stderr with
+//! ito/tokio ratios and the issue's three criteria where the configuration matches them.
+
+use std::future::Future as StdFuture;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{self, Sampler, Watchdog, dedup};
+
+/// Arguments of `pool`.
+#[derive(Args, Debug)]
+#[command(
+    about = "Document 003: spawn vs pool vs semaphore-bounded vs channel pool, on ito and tokio",
+    long_about = "Document 003 (Perl Coro's async vs async_pool): each run spawns --tasks tasks \
+        that each count down a latch (after --sleep-ms, if given), and waits for all. Modes: \
+        spawn (free spawning), pool (at most --pool-size running, the rest queued: \
+        ito::sync::Pool; tokio: a permit taken inside each task), bounded (the caller takes a \
+        semaphore permit before each spawn), channel-pool (--pool-size workers reading jobs \
+        from a bounded channel). Each configuration runs in its own child process when there \
+        are several, so its peak RSS is its own. One JSON line per configuration on stdout; \
+        a summary with ito/tokio ratios and the issue's criteria on stderr. Exit status: 0 if \
+        every run was complete, 1 if one failed or timed out, 2 for bad arguments."
+)]
+pub(crate) struct PoolArgs {
+    /// Mode(s), comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "spawn,pool,bounded,channel-pool"
+    )]
+    mode: Vec<Mode>,
+    /// Tasks per run, comma-separated for several.
+    #[arg(long, value_delimiter = ',', default_value = "100")]
+    tasks: Vec<usize>,
+    /// Timed runs per configuration.
+    #[arg(long, default_value_t = 1000)]
+    runs: u32,
+    /// Milliseconds each task sleeps before it counts down, comma-separated for several.
+    #[arg(long = "sleep-ms", value_delimiter = ',', default_value = "0")]
+    sleep_ms: Vec<u64>,
+    /// Tasks running at once in `pool`, `bounded` and `channel-pool` (Coro's default
+    /// `$Coro::POOL_SIZE` is 8), comma-separated for several.
+    #[arg(long = "pool-size", value_delimiter = ',', default_value = "8")]
+    pool_size: Vec<usize>,
+    /// Implementation(s), comma-separated.
+    #[arg(
+        long = "impl",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ito,tokio"
+    )]
+    imps: Vec<PoolImpl>,
+    /// Worker threads of each runtime.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// How a run counts its tasks down: a latch (`latch`), or document 003's semaphore
+    /// (`semaphore`: no permits at first, one added by each task, all taken at once by the
+    /// caller).
+    #[arg(long, value_enum, default_value = "latch")]
+    countdown: Countdown,
+    /// Who spawns and waits, comma-separated for several: a task on the runtime, or the main
+    /// thread in `block_on`.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "task")]
+    caller: Vec<Caller>,
+    /// Wall-clock limit of each configuration in seconds.
+    #[arg(long = "timeout-s", default_value_t = 120.0)]
+    timeout_s: f64,
+    /// Also append the records to bench/results/pool.jsonl of the workspace.
+    #[arg(long)]
+    record: bool,
+    /// Run exactly one configuration in this process (what the parent asks a child to do).
+    #[arg(long, hide = true)]
+    child: bool,
+}
+
+/// How the tasks of a run are started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Mode {
+    /// Spawn every task (Coro's `async`).
+    Spawn,
+    /// At most `--pool-size` running, the rest queued without blocking the caller.
+    Pool,
+    /// The caller takes a semaphore permit before each spawn.
+    Bounded,
+    /// `--pool-size` workers reading jobs from a bounded channel.
+    ChannelPool,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Spawn => "spawn",
+            Mode::Pool => "pool",
+            Mode::Bounded => "bounded",
+            Mode::ChannelPool => "channel-pool",
+        }
+    }
+}
+
+/// How a run's tasks signal that they are done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Countdown {
+    /// ito: `ito::sync::Latch`; tokio: an atomic count and a `Notify`.
+    Latch,
+    /// Document 003's `Coro::Semaphore->new(1 - $tasks)`: a semaphore of no permits, one
+    /// added per task, all taken at once by the caller.
+    Semaphore,
+}
+
+impl Countdown {
+    fn name(self) -> &'static str {
+        match self {
+            Countdown::Latch => "latch",
+            Countdown::Semaphore => "semaphore",
+        }
+    }
+}
+
+/// Who spawns the tasks and waits for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Caller {
+    /// A task on the runtime (the document's main coroutine is a coroutine too).
+    Task,
+    /// The main thread, driving the runtime with `block_on`.
+    Main,
+}
+
+impl Caller {
+    fn name(self) -> &'static str {
+        match self {
+            Caller::Task => "task",
+            Caller::Main => "main",
+        }
+    }
+}
+
+/// Which runtime runs the tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PoolImpl {
+    /// ito, with `ito::sync` and `ito::channel`.
+    Ito,
+    /// tokio's multi-thread runtime, with `tokio::sync`.
+    Tokio,
+}
+
+impl PoolImpl {
+    fn name(self) -> &'static str {
+        match self {
+            PoolImpl::Ito => "ito",
+            PoolImpl::Tokio => "tokio",
+        }
+    }
+}
+
+/// One configuration's measurement, printed as one JSON line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct PoolRecord {
+    /// Always `"pool"`.
+    experiment: String,
+    /// `ito` or `tokio`.
+    #[serde(rename = "impl")]
+    imp: String,
+    /// `spawn`, `pool`, `bounded` or `channel-pool`.
+    mode: String,
+    /// Tasks per run.
+    tasks: usize,
+    /// Timed runs.
+    runs: u32,
+    /// Milliseconds each task slept.
+    sleep_ms: u64,
+    /// Tasks running at once (`null` for `spawn`).
+    pool_size: Option<usize>,
+    /// Worker threads of the runtime.
+    workers: usize,
+    /// `task` (a task on the runtime spawns and waits) or `main` (the main thread, in
+    /// `block_on`).
+    caller: Caller,
+    /// `latch` or `semaphore`.
+    countdown: Countdown,
+    /// Wall-clock seconds of the timed runs.
+    seconds: Option<f64>,
+    /// `runs / seconds`.
+    runs_per_s: Option<f64>,
+    /// Peak resident set size of the process (`VmHWM`), bytes.
+    peak_rss_bytes: Option<u64>,
+    /// Resident set size after the runtime started, before the first run, bytes.
+    base_rss_bytes: Option<u64>,
+    /// `peak_rss_bytes - base_rss_bytes`.
+    rss_growth_bytes: Option<u64>,
+    /// Most OS threads of the process during the runs (sampler excluded).
+    peak_threads: Option<usize>,
+    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    commit: String,
+    /// CPUs available to the process.
+    nproc: usize,
+    /// Whether every run completed (its count-down took all `tasks` signals).
+    ok: bool,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// One configuration.
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    imp: PoolImpl,
+    mode: Mode,
+    tasks: usize,
+    sleep_ms: u64,
+    pool_size: usize,
+    runs: u32,
+    workers: usize,
+    caller: Caller,
+    countdown: Countdown,
+}
+
+impl Config {
+    fn record(&self) -> PoolRecord {
+        PoolRecord {
+            experiment: "pool".into(),
+            imp: self.imp.name().into(),
+            mode: self.mode.name().into(),
+            tasks: self.tasks,
+            runs: self.runs,
+            sleep_ms: self.sleep_ms,
+            pool_size: (self.mode != Mode::Spawn).then_some(self.pool_size),
+            workers: self.workers,
+            caller: self.caller,
+            countdown: self.countdown,
+            seconds: None,
+            runs_per_s: None,
+            peak_rss_bytes: None,
+            base_rss_bytes: None,
+            rss_growth_bytes: None,
+            peak_threads: None,
+            commit: measure::commit(),
+            nproc: measure::nproc(),
+            ok: false,
+            error: None,
+        }
+    }
+
+    /// The arguments that make a child process run this configuration alone.
+    fn child_args(&self, timeout_s: f64) -> Vec<String> {
+        [
+            "pool",
+            "--child",
+            "--impl",
+            self.imp.name(),
+            "--mode",
+            self.mode.name(),
+            "--tasks",
+            &self.tasks.to_string(),
+            "--sleep-ms",
+            &self.sleep_ms.to_string(),
+            "--pool-size",
+            &self.pool_size.to_string(),
+            "--runs",
+            &self.runs.to_string(),
+            "--workers",
+            &self.workers.to_string(),
+            "--caller",
+            self.caller.name(),
+            "--countdown",
+            self.countdown.name(),
+            "--timeout-s",
+            &timeout_s.to_string(),
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn sleep(&self) -> Option<Duration> {
+        (self.sleep_ms > 0).then(|| Duration::from_millis(self.sleep_ms))
+    }
+
+    /// Warm-up runs before the clock starts.
+    fn warmup(&self) -> u32 {
+        (self.runs / 10).clamp(1, 20)
+    }
+}
+
+/// `ito-bench pool`.
+pub(crate) fn command(args: &PoolArgs) -> ExitCode {
+    if args.workers == 0 {
+        return crate::usage_error("--workers must be at least 1");
+    }
+    if args.runs == 0 {
+        return crate::usage_error("--runs must be at least 1");
+    }
+    if args.tasks.contains(&0) {
+        return crate::usage_error("--tasks must be at least 1");
+    }
+    if args.pool_size.contains(&0) {
+        return crate::usage_error("--pool-size must be at least 1");
+    }
+    let timeout = match crate::timeout_of(args.timeout_s) {
+        Ok(t) => t,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let mut configs = Vec::new();
+    for &tasks in &dedup(&args.tasks) {
+        for &sleep_ms in &dedup(&args.sleep_ms) {
+            for &pool_size in &dedup(&args.pool_size) {
+                for &mode in &dedup(&args.mode) {
+                    for &caller in &dedup(&args.caller) {
+                        for &imp in &dedup(&args.imps) {
+                            configs.push(Config {
+                                imp,
+                                mode,
+                                tasks,
+                                sleep_ms,
+                                pool_size,
+                                runs: args.runs,
+                                workers: args.workers,
+                                caller,
+                                countdown: args.countdown,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if args.child {
+        let [config] = configs[..] else {
+            return crate::usage_error("--child runs exactly one configuration");
+        };
+        let rec = measure_in_process(config, timeout);
+        println!(
+            "{}",
+            serde_json::to_string(&rec).expect("a PoolRecord serializes")
+        );
+        return if rec.ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
+    }
+    let sink = match measure::results_sink(args.record, "pool.jsonl") {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let mut records = Vec::new();
+    for config in configs.iter().copied() {
+        let rec = if configs.len() == 1 {
+            measure_in_process(config, timeout)
+        } else {
+            measure_in_child(config, args.timeout_s, timeout)
+        };
+        sink.emit_line(&serde_json::to_string(&rec).expect("a PoolRecord serializes"));
+        records.push(rec);
+    }
+    summarize(&records);
+    if records.iter().all(|r| r.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Runs `config` in a child process of this binary and reads its record.
+fn measure_in_child(config: Config, timeout_s: f64, timeout: Duration) -> PoolRecord {
+    let failed = |why: String| {
+        let mut rec = config.record();
+        rec.error = Some(why);
+        rec
+    };
+    let run = match measure::run_child(&config.child_args(timeout_s), timeout + KILL_GRACE) {
+        Ok(run) => run,
+        Err(e) => return failed(format!("cannot start a child process: {e}")),
+    };
+    let rec = run
+        .stdout
+        .lines()
+        .find_map(|l| serde_json::from_str::<PoolRecord>(l.trim()).ok());
+    match (rec, run.status) {
+        (Some(rec), _) => rec,
+        (None, None) => failed("timeout".into()),
+        (None, Some(status)) => failed(format!("the child exited with {status}")),
+    }
+}
+
+/// How long past `--timeout-s` the parent waits for a child's own watchdog.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// Measures `config` in this process.
+fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
+    let mut rec = config.record();
+    let watchdog = {
+        let late = config.record();
+        Watchdog::start(timeout, move || {
+            let mut late = late;
+            late.error = Some("timeout".into());
+            println!(
+                "{}",
+                serde_json::to_string(&late).expect("a PoolRecord serializes")
+            );
+            std::process::exit(1);
+        })
+    };
+    let outcome = match config.imp {
+        PoolImpl::Ito => ito_impl::measure(config),
+        PoolImpl::Tokio => tokio_impl::measure(config),
+    };
+    watchdog.finish();
+    rec.seconds = Some(outcome.seconds);
+    rec.runs_per_s = Some(f64::from(config.runs) / outcome.seconds);
+    rec.peak_rss_bytes = outcome.peak_rss;
+    rec.base_rss_bytes = outcome.base_rss;
+    rec.rss_growth_bytes = outcome
+        .peak_rss
+        .zip(outcome.base_rss)
+        .map(|(p, b)| p.saturating_sub(b));
+    rec.peak_threads = Some(outcome.peak_threads);
+    // Every run ended with its count-down complete, which takes exactly `tasks` signals.
+    rec.ok = true;
+    rec
+}
+
+/// What one configuration measured.
+#[derive(Clone)]
+struct Outcome {
+    seconds: f64,
+    base_rss: Option<u64>,
+    peak_rss: Option<u64>,
+    peak_threads: usize,
+}
+
+/// The timing frame shared by both impls: reset the peak RSS, note the base, warm up, time
+/// the runs with the thread sampler on, read the peak.
+async fn timed<F, Fut>(config: Config, mut run: F) -> Outcome
+where
+    F: FnMut() -> Fut,
+    Fut: StdFuture<Output = ()>,
+{
+    measure::reset_peak_rss();
+    let base_rss = measure::vm_rss_bytes();
+    let sampler = Sampler::start(None);
+    for _ in 0..config.warmup() {
+        run().await;
+    }
+    let start = Instant::now();
+    for _ in 0..config.runs {
+        run().await;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    Outcome {
+        seconds,
+        base_rss,
+        peak_rss: measure::vm_hwm_bytes(),
+        peak_threads: sampler.finish(),
+    }
+}
+
+/// A job of `channel-pool`: the async counterpart of the document's closures.
+type Job = Pin<Box<dyn StdFuture<Output = ()> + Send>>;
+
+/// ito: `ito::spawn`, `ito::sync::{Pool, Semaphore, Latch}`, `ito::channel`.
+mod ito_impl {
+    use super::*;
+    use ito::sync::{Latch, Pool, Semaphore};
+
+    /// A run's count-down (see [`Countdown`]).
+    enum Done {
+        Latch(Latch),
+        /// Permits added one per task; the caller takes all `.1` at once.
+        Semaphore(Semaphore, usize),
+    }
+
+    impl Done {
+        fn new(kind: Countdown, n: usize) -> Arc<Done> {
+            Arc::new(match kind {
+                Countdown::Latch => Done::Latch(Latch::new(n)),
+                Countdown::Semaphore => Done::Semaphore(Semaphore::new(0), n),
+            })
+        }
+        fn signal(&self) {
+            match self {
+                Done::Latch(l) => l.count_down(),
+                Done::Semaphore(s, _) => s.add_permits(1),
+            }
+        }
+        async fn wait(&self) {
+            match self {
+                Done::Latch(l) => l.wait().await,
+                Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
+            }
+        }
+    }
+
+    pub(super) fn measure(config: Config) -> Outcome {
+        // A task is what the document's is: a signal (`async { $sem->up }`), after a sleep
+        // only when one is asked for.
+        match config.sleep() {
+            None => measure_with(config, |done: Arc<Done>| async move { done.signal() }),
+            Some(d) => measure_with(config, move |done: Arc<Done>| async move {
+                ito::sleep(d).await.expect("a sleep never fails");
+                done.signal();
+            }),
+        }
+    }
+
+    fn measure_with<T, F>(config: Config, task: T) -> Outcome
+    where
+        T: Fn(Arc<Done>) -> F + Copy + Send + Sync + 'static,
+        F: StdFuture<Output = ()> + Send + 'static,
+    {
+        let rt = ito::Runtime::builder()
+            .workers(config.workers)
+            .build()
+            .expect("starting the ito runtime");
+        let n = config.tasks;
+        let work = async move {
+            match config.mode {
+                Mode::Spawn => {
+                    timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            drop(ito::spawn(task(done.clone())));
+                        }
+                        done.wait().await;
+                    })
+                    .await
+                }
+                Mode::Pool => {
+                    let pool = Pool::new(config.pool_size);
+                    timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            drop(pool.spawn(task(done.clone())));
+                        }
+                        done.wait().await;
+                    })
+                    .await
+                }
+                Mode::Bounded => {
+                    let limit = Arc::new(Semaphore::new(config.pool_size));
+                    timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            let permit = limit.acquire_owned().await.expect("never closed");
+                            let body = task(done.clone());
+                            drop(ito::spawn(async move {
+                                body.await;
+                                drop(permit);
+                            }));
+                        }
+                        done.wait().await;
+                    })
+                    .await
+                }
+                Mode::ChannelPool => {
+                    let (jobs, queue) = ito::channel::bounded::<Job>(config.pool_size);
+                    let workers: Vec<_> = (0..config.pool_size)
+                        .map(|_| {
+                            let queue = queue.clone();
+                            ito::spawn(async move {
+                                while let Ok(job) = queue.recv().await {
+                                    job.await;
+                                }
+                            })
+                        })
+                        .collect();
+                    drop(queue);
+                    let outcome = timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            let job = task(done.clone());
+                            if jobs.send(Box::pin(job)).await.is_err() {
+                                unreachable!("the workers outlive the runs");
+                            }
+                        }
+                        done.wait().await;
+                    })
+                    .await;
+                    drop(jobs);
+                    for w in workers {
+                        w.await.expect("a channel-pool worker failed");
+                    }
+                    outcome
+                }
+            }
+        };
+        match config.caller {
+            Caller::Main => rt.block_on(work),
+            Caller::Task => rt.block_on(rt.spawn(work)).expect("the caller task failed"),
+        }
+    }
+}
+
+/// tokio: `tokio::spawn`, `tokio::sync::{Semaphore, Notify, mpsc, Mutex}`.
+mod tokio_impl {
+    use super::*;
+    use tokio::sync::{Mutex, Notify, Semaphore, mpsc};
+
+    /// A run's count-down (see [`Countdown`]): tokio has no latch; its equivalent is an atomic
+    /// count and a `Notify` the last task signals.
+    enum Done {
+        Latch(AtomicUsize, Notify),
+        /// Permits added one per task; the caller takes all `.1` at once.
+        Semaphore(Semaphore, u32),
+    }
+
+    impl Done {
+        fn new(kind: Countdown, n: usize) -> Arc<Done> {
+            Arc::new(match kind {
+                Countdown::Latch => Done::Latch(AtomicUsize::new(n), Notify::new()),
+                Countdown::Semaphore => Done::Semaphore(
+                    Semaphore::new(0),
+                    u32::try_from(n).expect("tokio takes at most u32::MAX permits at once"),
+                ),
+            })
+        }
+        fn signal(&self) {
+            match self {
+                Done::Latch(left, notify) => {
+                    if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        notify.notify_one();
+                    }
+                }
+                Done::Semaphore(s, _) => s.add_permits(1),
+            }
+        }
+        async fn wait(&self) {
+            match self {
+                Done::Latch(left, notify) => {
+                    if left.load(Ordering::Acquire) > 0 {
+                        notify.notified().await;
+                    }
+                }
+                Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
+            }
+        }
+    }
+
+    pub(super) fn measure(config: Config) -> Outcome {
+        match config.sleep() {
+            None => measure_with(config, |done: Arc<Done>| async move { done.signal() }),
+            Some(d) => measure_with(config, move |done: Arc<Done>| async move {
+                tokio::time::sleep(d).await;
+                done.signal();
+            }),
+        }
+    }
+
+    fn measure_with<T, F>(config: Config, task: T) -> Outcome
+    where
+        T: Fn(Arc<Done>) -> F + Copy + Send + Sync + 'static,
+        F: StdFuture<Output = ()> + Send + 'static,
+    {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.workers)
+            .enable_time()
+            .build()
+            .expect("starting the tokio runtime");
+        let n = config.tasks;
+        let work = async move {
+            match config.mode {
+                Mode::Spawn => {
+                    timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            tokio::spawn(task(done.clone()));
+                        }
+                        done.wait().await;
+                    })
+                    .await
+                }
+                Mode::Pool => {
+                    let limit = Arc::new(Semaphore::new(config.pool_size));
+                    timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            let (limit, body) = (limit.clone(), task(done.clone()));
+                            tokio::spawn(async move {
+                                let _permit = limit.acquire_owned().await.expect("never closed");
+                                body.await;
+                            });
+                        }
+                        done.wait().await;
+                    })
+                    .await
+                }
+                Mode::Bounded => {
+                    let limit = Arc::new(Semaphore::new(config.pool_size));
+                    timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            let permit = limit.clone().acquire_owned().await.expect("never closed");
+                            let body = task(done.clone());
+                            tokio::spawn(async move {
+                                body.await;
+                                drop(permit);
+                            });
+                        }
+                        done.wait().await;
+                    })
+                    .await
+                }
+                Mode::ChannelPool => {
+                    let (jobs, queue) = mpsc::channel::<Job>(config.pool_size);
+                    let queue = Arc::new(Mutex::new(queue));
+                    let workers: Vec<_> = (0..config.pool_size)
+                        .map(|_| {
+                            let queue = queue.clone();
+                            tokio::spawn(async move {
+                                loop {
+                                    let job = queue.lock().await.recv().await;
+                                    match job {
+                                        Some(job) => job.await,
+                                        None => break,
+                                    }
+                                }
+                            })
+                        })
+                        .collect();
+                    let outcome = timed(config, || async {
+                        let done = Done::new(config.countdown, n);
+                        for _ in 0..n {
+                            let job = task(done.clone());
+                            if jobs.send(Box::pin(job)).await.is_err() {
+                                unreachable!("the workers outlive the runs");
+                            }
+                        }
+                        done.wait().await;
+                    })
+                    .await;
+                    drop(jobs);
+                    for w in workers {
+                        w.await.expect("a channel-pool worker failed");
+                    }
+                    outcome
+                }
+            }
+        };
+        match config.caller {
+            Caller::Main => rt.block_on(work),
+            Caller::Task => rt.block_on(rt.spawn(work)).expect("the caller task failed"),
+        }
+    }
+}
+
+/// The summary on stderr: every configuration's throughput, ito/tokio ratios, and the issue's
+/// criteria where a configuration matches one.
+fn summarize(records: &[PoolRecord]) {
+    eprintln!("pool: runs/s (ito/tokio) and peak RSS growth");
+    let tokio_of = |r: &PoolRecord| {
+        records.iter().find(|t| {
+            t.imp == "tokio"
+                && t.mode == r.mode
+                && t.tasks == r.tasks
+                && t.sleep_ms == r.sleep_ms
+                && t.pool_size == r.pool_size
+                && t.caller == r.caller
+                && t.countdown == r.countdown
+        })
+    };
+    for r in records {
+        let ratio = (r.imp == "ito")
+            .then(|| tokio_of(r))
+            .flatten()
+            .and_then(|t| Some(r.runs_per_s? / t.runs_per_s?))
+            .map_or(String::new(), |x| format!("  ito/tokio {x:.2}"));
+        eprintln!(
+            "  {:5} {:12} {:4} tasks {:6} sleep {:2} ms pool {:>4}: {:>10} runs/s, rss +{:>6} KiB, {:>3} threads{ratio}{}",
+            r.imp,
+            r.mode,
+            r.caller.name(),
+            r.tasks,
+            r.sleep_ms,
+            r.pool_size.map_or("-".into(), |p| p.to_string()),
+            r.runs_per_s.map_or("-".into(), |x| format!("{x:.0}")),
+            r.rss_growth_bytes
+                .map_or("-".into(), |b| (b / 1024).to_string()),
+            r.peak_threads.map_or("-".into(), |t| t.to_string()),
+            r.error
+                .as_deref()
+                .map_or(String::new(), |e| format!("  FAILED: {e}")),
+        );
+    }
+    let ito = records.iter().filter(|r| r.imp == "ito" && r.ok);
+    for r in ito {
+        if r.mode == "spawn" && r.tasks == 100 && r.sleep_ms == 0 {
+            if let Some(x) = tokio_of(r).and_then(|t| Some(r.runs_per_s? / t.runs_per_s?)) {
+                let met = if x >= 3.0 { "met" } else { "NOT met" };
+                eprintln!("  criterion 1, 100 tasks, spawn: ito/tokio {x:.2} (target 3): {met}");
+            }
+        }
+        if r.mode == "pool" && r.tasks == 100 && r.sleep_ms == 1 && r.pool_size == Some(50) {
+            let x = r.runs_per_s.unwrap_or(0.0);
+            let met = if x >= 400.0 { "met" } else { "NOT met" };
+            eprintln!("  criterion 2, 100 tasks, 1 ms, pool 50: {x:.0} runs/s (target 400): {met}");
+        }
+        if r.tasks == 10_000 {
+            if let Some(b) = r.rss_growth_bytes {
+                let met = if b < 4 << 20 { "met" } else { "NOT met" };
+                eprintln!(
+                    "  criterion 3, 10,000 tasks, {}: RSS +{:.2} MiB (target < 4 MiB): {met}",
+                    r.mode,
+                    b as f64 / f64::from(1 << 20)
+                );
+            }
+        }
+    }
+}

@@ -140,6 +140,14 @@ impl<T> Promise<T> {
         &self.cell().inner
     }
 
+    /// The cell, as a raw pointer with the provenance of the whole allocation (see
+    /// [`Future::cell_ptr`]).
+    #[inline]
+    pub(crate) fn cell_ptr(&self) -> NonNull<CellHeader> {
+        // `inner` is the first field of the `repr(C)` `PromiseCell`.
+        self.ptr.cast()
+    }
+
     /// The future this promise completes. Call it as often as you like.
     ///
     /// ```

@@ -228,3 +228,17 @@ fn a_cancellation_callback_may_use_its_token() {
     assert_eq!(get(&child_is_cancelled), Ok(true));
     assert_eq!(get(&cancel_again), Ok(()));
 }
+
+/// A combinator whose handles are all dropped before its source completes is freed by its
+/// node, which gave up its reference through a pointer made from `&out.header`: provenance
+/// of the header only, read-only, so freeing the allocation through it was undefined
+/// behaviour. Passes natively either way; Miri (`-Zmiri-tree-borrows`) caught it.
+#[test]
+fn combinators_dropped_before_their_source_completes() {
+    let p = Promise::<u32>::new();
+    let m = p.future().map(|x| x + 1);
+    let z = p.future().zip(&ito::Future::successful(2u32));
+    let f = p.future().flat_map(ito::Future::successful);
+    drop((m, z, f));
+    p.success(1).unwrap();
+}

@@ -242,3 +242,20 @@ fn combinators_dropped_before_their_source_completes() {
     drop((m, z, f));
     p.success(1).unwrap();
 }
+
+/// A transaction that read an empty future logs a reference on its cell, made from
+/// `NonNull::from(self.header())` (header-only, read-only provenance). When the log held the
+/// last reference, the cell was freed through it: undefined behaviour. Passes natively either
+/// way; Miri (`-Zmiri-tree-borrows`) caught it.
+#[test]
+fn a_transaction_log_may_hold_the_last_reference_to_a_future() {
+    let slot = std::sync::Mutex::new(Some(ito::Future::<u32>::never()));
+    let read = ito::stm::atomically(|tx| {
+        // Taken out and dropped inside the transaction: the log's reference is the last.
+        match slot.lock().unwrap().take() {
+            Some(f) => f.try_read_tx(tx),
+            None => Ok(None),
+        }
+    });
+    assert_eq!(read, None);
+}

@@ -259,3 +259,28 @@ fn a_transaction_log_may_hold_the_last_reference_to_a_future() {
     });
     assert_eq!(read, None);
 }
+
+/// Past `MAX_INLINE_DEPTH` nested completions (and always on the timer thread), a cell's
+/// callbacks are handed to a task, which holds a reference on the cell until they ran. That
+/// reference was taken through `NonNull::from(&self.header)` in `complete_claimed`; when it
+/// was the last one, the cell was freed through a header-only, read-only provenance:
+/// undefined behaviour. Passes natively either way; Miri (`-Zmiri-tree-borrows`) caught it.
+#[test]
+fn deferred_callbacks_may_hold_the_last_reference() {
+    // p0 → p1 → … → p59: each one's callback completes the next, so the deep ones defer.
+    let ps: Vec<Promise<u32>> = (0..60).map(|_| Promise::new()).collect();
+    let last = ps[59].future().map(|x| x);
+    let links: Vec<_> = (0..59)
+        .map(|i| {
+            let next = ps[i + 1].clone();
+            ps[i].future().map(move |x| {
+                let _ = next.try_success(x + 1);
+            })
+        })
+        .collect();
+    let first = ps[0].clone();
+    drop((ps, links)); // the deferred tasks' references are then the last ones
+    first.success(0).unwrap();
+    drop(first);
+    assert_eq!(get(&last), Ok(59));
+}

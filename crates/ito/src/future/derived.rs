@@ -75,7 +75,7 @@ fn drop_guarded<F>(f: F) {
 unsafe fn finish<U>(out: NonNull<Inner<U>>, result: Result<U, Failure>) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        out.as_ref().complete_claimed(result);
+        Inner::complete_claimed(out, result);
         CellHeader::dec_ref(out.cast());
     }
 }
@@ -291,12 +291,19 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
     ) {
         // SAFETY: the node's reference keeps `this` alive.
         let z = unsafe { this.as_ref() };
+        // Completes `out`, unless the other side did first.
+        let complete = |r: Result<R, Failure>| {
+            // SAFETY: `out` is the first field of the `repr(C)` `Zip`, and `this` is a raw
+            // pointer into the live allocation (from the node's `container`), with its
+            // provenance, as `try_complete` requires.
+            let _ = unsafe { Inner::try_complete(this.cast::<Inner<R>>(), r) };
+        };
         match r {
             Some(Ok(v)) => {
                 match guard(|| v.clone()) {
                     Ok(v) => slot(z, v),
                     Err(e) => {
-                        let _ = z.out.try_complete(Err(e));
+                        complete(Err(e));
                         // SAFETY: this side's node gives up its reference; `out` is the first
                         // field of the `repr(C)` `Zip`, and `this` is a raw pointer into the
                         // allocation (the last reference frees it through this pointer).
@@ -316,15 +323,15 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
                         )
                     };
                     if let (Some(a), Some(b), Some(f)) = (a, b, f) {
-                        let _ = z.out.try_complete(guard(move || f(a, b)));
+                        complete(guard(move || f(a, b)));
                     }
                 }
             }
             Some(Err(e)) => {
-                let _ = z.out.try_complete(Err(e.clone()));
+                complete(Err(e.clone()));
             }
             None => {
-                let _ = z.out.try_complete(Err(Failure::BrokenPromise));
+                complete(Err(Failure::BrokenPromise));
             }
         }
         // SAFETY: as above.

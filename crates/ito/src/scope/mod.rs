@@ -25,7 +25,7 @@
 //! Each child's cell gets a completion callback that records a failure (and, in a normal
 //! scope, cancels the rest) and drops the unit; the unit count reaching zero completes the
 //! scope's `done` promise, which the scope waits for. Children are tracked by an internal
-//! reference on their cell ([`ChildRef`]), not by a `Future` handle, so the `Future`s that
+//! reference on their cell (`ChildRef`), not by a `Future` handle, so the `Future`s that
 //! `spawn` returns are the caller's alone (their [`Future::cancel`] works as usual).
 //!
 //! Borrowing children (`scope_fn`) are boxed and their lifetime erased to `'static`: that is
@@ -545,7 +545,7 @@ where
 
 /// The async scope: runs the future `f` makes with a [`Scope`], then waits (asynchronously)
 /// for every child. The first child failure cancels the others and is returned. Children
-/// must be `'static` (see the [module docs](crate::scope) for why); dropping the returned
+/// must be `'static` (see the [module docs](mod@crate::scope) for why); dropping the returned
 /// future cancels them.
 ///
 /// ```

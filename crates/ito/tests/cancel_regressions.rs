@@ -229,3 +229,59 @@ fn a_cancellation_callback_may_use_its_token() {
     assert_eq!(get(&child_is_cancelled), Ok(true));
     assert_eq!(get(&cancel_again), Ok(()));
 }
+
+/// A combinator whose handles are all dropped before its source completes is freed by its
+/// node, which gave up its reference through a pointer made from `&out.header`: provenance
+/// of the header only, read-only, so freeing the allocation through it was undefined
+/// behaviour. Passes natively either way; Miri (`-Zmiri-tree-borrows`) caught it.
+#[test]
+fn combinators_dropped_before_their_source_completes() {
+    let p = Promise::<u32>::new();
+    let m = p.future().map(|x| x + 1);
+    let z = p.future().zip(&ito::Future::successful(2u32));
+    let f = p.future().flat_map(ito::Future::successful);
+    drop((m, z, f));
+    p.success(1).unwrap();
+}
+
+/// A transaction that read an empty future logs a reference on its cell, made from
+/// `NonNull::from(self.header())` (header-only, read-only provenance). When the log held the
+/// last reference, the cell was freed through it: undefined behaviour. Passes natively either
+/// way; Miri (`-Zmiri-tree-borrows`) caught it.
+#[test]
+fn a_transaction_log_may_hold_the_last_reference_to_a_future() {
+    let slot = std::sync::Mutex::new(Some(ito::Future::<u32>::never()));
+    let read = ito::stm::atomically(|tx| {
+        // Taken out and dropped inside the transaction: the log's reference is the last.
+        match slot.lock().unwrap().take() {
+            Some(f) => f.try_read_tx(tx),
+            None => Ok(None),
+        }
+    });
+    assert_eq!(read, None);
+}
+
+/// Past `MAX_INLINE_DEPTH` nested completions (and always on the timer thread), a cell's
+/// callbacks are handed to a task, which holds a reference on the cell until they ran. That
+/// reference was taken through `NonNull::from(&self.header)` in `complete_claimed`; when it
+/// was the last one, the cell was freed through a header-only, read-only provenance:
+/// undefined behaviour. Passes natively either way; Miri (`-Zmiri-tree-borrows`) caught it.
+#[test]
+fn deferred_callbacks_may_hold_the_last_reference() {
+    // p0 → p1 → … → p59: each one's callback completes the next, so the deep ones defer.
+    let ps: Vec<Promise<u32>> = (0..60).map(|_| Promise::new()).collect();
+    let last = ps[59].future().map(|x| x);
+    let links: Vec<_> = (0..59)
+        .map(|i| {
+            let next = ps[i + 1].clone();
+            ps[i].future().map(move |x| {
+                let _ = next.try_success(x + 1);
+            })
+        })
+        .collect();
+    let first = ps[0].clone();
+    drop((ps, links)); // the deferred tasks' references are then the last ones
+    first.success(0).unwrap();
+    drop(first);
+    assert_eq!(get(&last), Ok(59));
+}

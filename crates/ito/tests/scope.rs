@@ -239,6 +239,8 @@ fn async_scope_waits_and_dropping_it_cancels() {
     let d = drops.clone();
     let gate = Promise::<()>::new();
     let g = gate.future();
+    let spawned = Promise::<()>::new();
+    let sp = spawned.clone();
     let outer = rt.spawn(async move {
         ito::scope(|s| async move {
             for _ in 0..4 {
@@ -248,11 +250,14 @@ fn async_scope_waits_and_dropping_it_cancels() {
                     Future::<()>::never().await
                 });
             }
+            sp.success(()).unwrap();
             g.await
         })
         .await
     });
-    std::thread::sleep(Duration::from_millis(5));
+    // Not a sleep: on a slow machine the task might not have started yet, and cancelling it
+    // then would drop it before it spawned anything.
+    spawned.future().wait().unwrap();
     assert!(outer.cancel()); // drops the scope future mid-way
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while drops.load(Ordering::SeqCst) < 4 {

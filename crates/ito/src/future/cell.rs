@@ -623,28 +623,39 @@ impl<T> Inner<T> {
     }
 
     /// Completes the cell if nobody did yet; gives the value back otherwise.
+    ///
+    /// # Safety
+    /// `this` points to a live cell and carries the provenance of its whole allocation (it
+    /// was not made from a reference to the cell or its header): callbacks handed to a task
+    /// keep the cell alive through it, and the last reference frees the allocation with it.
     #[inline]
-    pub(crate) fn try_complete(&self, v: Result<T, Failure>) -> Result<(), Result<T, Failure>> {
-        if !self.header.try_claim() {
+    pub(crate) unsafe fn try_complete(
+        this: NonNull<Self>,
+        v: Result<T, Failure>,
+    ) -> Result<(), Result<T, Failure>> {
+        // SAFETY: live, per the caller.
+        if !unsafe { this.as_ref() }.header.try_claim() {
             return Err(v);
         }
-        // SAFETY: we won the claim: we are the only completer.
-        unsafe { self.complete_claimed(v) };
+        // SAFETY: we won the claim: we are the only completer; `this` as the caller's.
+        unsafe { Self::complete_claimed(this, v) };
         Ok(())
     }
 
     /// Writes and publishes the value and notifies the waiters.
     ///
     /// # Safety
-    /// The caller is the only completer (it won `try_claim`, or is the cell's task).
+    /// The caller is the only completer (it won `try_claim`, or is the cell's task), and
+    /// `this` is as for [`try_complete`](Self::try_complete).
     #[inline]
-    pub(crate) unsafe fn complete_claimed(&self, v: Result<T, Failure>) {
-        // SAFETY: forwarded.
-        let list = unsafe { self.publish_claimed(v) };
+    pub(crate) unsafe fn complete_claimed(this: NonNull<Self>, v: Result<T, Failure>) {
+        // SAFETY: live and ours to complete, per the caller.
+        let list = unsafe { this.as_ref().publish_claimed(v) };
         if !list.is_null() {
             // SAFETY: the caller holds a reference (it is completing the cell), the list was
-            // taken from this cell.
-            unsafe { crate::future::notify::dispatch(NonNull::from(&self.header), list) };
+            // taken from this cell, and `this` has the allocation's provenance (a deferred
+            // dispatch may give up the last reference through it).
+            unsafe { crate::future::notify::dispatch(this.cast(), list) };
         }
     }
 

@@ -66,14 +66,17 @@ fn drop_guarded<F>(f: F) {
 
 /// Completes `out` and gives up the calling node's reference on it.
 ///
+/// `out` is a raw pointer derived from the combinator's allocation (not from a reference to
+/// `out`): if that reference is the last, the whole allocation is freed through it.
+///
 /// # Safety
 /// The caller is `out`'s only completer and owns one reference on it.
 #[inline]
-unsafe fn finish<U>(out: &Inner<U>, result: Result<U, Failure>) {
+unsafe fn finish<U>(out: NonNull<Inner<U>>, result: Result<U, Failure>) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        out.complete_claimed(result);
-        CellHeader::dec_ref(NonNull::from(&out.header));
+        Inner::complete_claimed(out, result);
+        CellHeader::dec_ref(out.cast());
     }
 }
 
@@ -126,7 +129,7 @@ where
         }
     };
     // SAFETY: the node is `out`'s only completer and holds a reference on it.
-    unsafe { finish(&m.as_ref().out, result) };
+    unsafe { finish(m.cast::<Inner<U>>(), result) };
 }
 
 /// A future completed with `f(&source's result)` when `src` completes.
@@ -212,7 +215,7 @@ where
         Err(e) => {
             // SAFETY: node1 is `out`'s only completer (node2 never registered) and holds a
             // reference on it.
-            unsafe { finish(&m.as_ref().out, Err(e)) };
+            unsafe { finish(m.cast::<Inner<U>>(), Err(e)) };
         }
     }
 }
@@ -234,7 +237,7 @@ unsafe fn call_flat2<T, U: Clone, F>(
         Action::Discard => Err(Failure::BrokenPromise),
     };
     // SAFETY: node2 is `out`'s only completer and holds the reference node1 passed on.
-    unsafe { finish(&m.as_ref().out, result) };
+    unsafe { finish(m.cast::<Inner<U>>(), result) };
 }
 
 /// A future completed with the result of the future that `f(&source's result)` returns.
@@ -288,14 +291,23 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
     ) {
         // SAFETY: the node's reference keeps `this` alive.
         let z = unsafe { this.as_ref() };
+        // Completes `out`, unless the other side did first.
+        let complete = |r: Result<R, Failure>| {
+            // SAFETY: `out` is the first field of the `repr(C)` `Zip`, and `this` is a raw
+            // pointer into the live allocation (from the node's `container`), with its
+            // provenance, as `try_complete` requires.
+            let _ = unsafe { Inner::try_complete(this.cast::<Inner<R>>(), r) };
+        };
         match r {
             Some(Ok(v)) => {
                 match guard(|| v.clone()) {
                     Ok(v) => slot(z, v),
                     Err(e) => {
-                        let _ = z.out.try_complete(Err(e));
-                        // SAFETY: this side's node gives up its reference.
-                        unsafe { CellHeader::dec_ref(NonNull::from(&z.out.header)) };
+                        complete(Err(e));
+                        // SAFETY: this side's node gives up its reference; `out` is the first
+                        // field of the `repr(C)` `Zip`, and `this` is a raw pointer into the
+                        // allocation (the last reference frees it through this pointer).
+                        unsafe { CellHeader::dec_ref(this.cast()) };
                         return;
                     }
                 }
@@ -311,19 +323,19 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
                         )
                     };
                     if let (Some(a), Some(b), Some(f)) = (a, b, f) {
-                        let _ = z.out.try_complete(guard(move || f(a, b)));
+                        complete(guard(move || f(a, b)));
                     }
                 }
             }
             Some(Err(e)) => {
-                let _ = z.out.try_complete(Err(e.clone()));
+                complete(Err(e.clone()));
             }
             None => {
-                let _ = z.out.try_complete(Err(Failure::BrokenPromise));
+                complete(Err(Failure::BrokenPromise));
             }
         }
-        // SAFETY: this side's node gives up its reference.
-        unsafe { CellHeader::dec_ref(NonNull::from(&z.out.header)) };
+        // SAFETY: as above.
+        unsafe { CellHeader::dec_ref(this.cast()) };
     }
 }
 

@@ -85,6 +85,15 @@ impl<T> Future<T> {
         &self.inner().header
     }
 
+    /// The cell, as a raw pointer with the provenance of the whole allocation. Use this (not
+    /// `NonNull::from(self.header())`, whose provenance covers only the header, read-only)
+    /// for a pointer that may end up taking or giving up references, or running the task:
+    /// the last reference frees the allocation through it.
+    #[inline]
+    pub(crate) fn cell_ptr(&self) -> NonNull<CellHeader> {
+        self.ptr.cast()
+    }
+
     /// Whether the result is available. One atomic load.
     ///
     /// ```

@@ -140,6 +140,22 @@ impl<T> Promise<T> {
         &self.cell().inner
     }
 
+    /// Completes the cell if nobody did yet; gives the value back otherwise.
+    #[inline]
+    fn complete_cell(&self, v: Result<T, Failure>) -> Result<(), Result<T, Failure>> {
+        // SAFETY: the handle keeps the cell alive; `ptr` came from the allocation itself, and
+        // `inner` is the first field of the `repr(C)` `PromiseCell`.
+        unsafe { Inner::try_complete(self.ptr.cast(), v) }
+    }
+
+    /// The cell, as a raw pointer with the provenance of the whole allocation (see
+    /// [`Future::cell_ptr`]).
+    #[inline]
+    pub(crate) fn cell_ptr(&self) -> NonNull<CellHeader> {
+        // `inner` is the first field of the `repr(C)` `PromiseCell`.
+        self.ptr.cast()
+    }
+
     /// The future this promise completes. Call it as often as you like.
     ///
     /// ```
@@ -175,7 +191,7 @@ impl<T> Promise<T> {
     /// ```
     #[inline]
     pub fn try_complete(&self, result: Result<T, Failure>) -> bool {
-        self.inner().try_complete(result).is_ok()
+        self.complete_cell(result).is_ok()
     }
 
     /// Completes with a value, or returns `false` if already completed.
@@ -211,7 +227,7 @@ impl<T> Promise<T> {
         &self,
         result: Result<T, Failure>,
     ) -> Result<(), AlreadyCompleted<Result<T, Failure>>> {
-        self.inner().try_complete(result).map_err(AlreadyCompleted)
+        self.complete_cell(result).map_err(AlreadyCompleted)
     }
 
     /// Completes with a value; if already completed, hands the value back.
@@ -221,7 +237,7 @@ impl<T> Promise<T> {
     /// p.success(1).unwrap();
     /// ```
     pub fn success(&self, value: T) -> Result<(), AlreadyCompleted<T>> {
-        match self.inner().try_complete(Ok(value)) {
+        match self.complete_cell(Ok(value)) {
             Ok(()) => Ok(()),
             Err(Ok(v)) => Err(AlreadyCompleted(v)),
             Err(Err(_)) => unreachable!("the value given back is the one passed in"),
@@ -236,7 +252,7 @@ impl<T> Promise<T> {
     /// assert_eq!(p.future().wait(), Err(ito::Failure::Cancelled));
     /// ```
     pub fn failure(&self, failure: Failure) -> Result<(), AlreadyCompleted<Failure>> {
-        match self.inner().try_complete(Err(failure)) {
+        match self.complete_cell(Err(failure)) {
             Ok(()) => Ok(()),
             Err(Err(f)) => Err(AlreadyCompleted(f)),
             Err(Ok(_)) => unreachable!("the failure given back is the one passed in"),
@@ -298,7 +314,7 @@ impl<T> Drop for Promise<T> {
     fn drop(&mut self) {
         if self.cell().writers.fetch_sub(1, Ordering::AcqRel) == 1 {
             // The last writer: nobody can complete the cell any more.
-            let _ = self.inner().try_complete(Err(Failure::BrokenPromise));
+            let _ = self.complete_cell(Err(Failure::BrokenPromise));
         }
         // SAFETY: the handle owns one reference and gives it up.
         unsafe { CellHeader::dec_ref(self.ptr.cast()) };

@@ -127,7 +127,9 @@ unsafe impl Sync for ChildRef {}
 impl ChildRef {
     pub(crate) fn new<T>(f: &Future<T>) -> ChildRef {
         f.header().inc_ref();
-        ChildRef(NonNull::from(f.header()))
+        // Not `NonNull::from(f.header())`: this pointer may give up the last reference (or
+        // hand the task to a queue), which frees the allocation through it.
+        ChildRef(f.cell_ptr())
     }
 
     pub(crate) fn abort(&self) {
@@ -290,7 +292,7 @@ impl ScopeShared {
                 Some(child) if !child.is_complete() => child.0,
                 _ => {
                     done = self.done.future();
-                    NonNull::from(done.header())
+                    done.cell_ptr()
                 }
             };
             if cancellable {

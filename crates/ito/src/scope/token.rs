@@ -1,7 +1,6 @@
 //! [`CancellationToken`]: a cancellation signal shared by a tree of computations.
 
 use std::fmt;
-use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::{Future, Promise};
@@ -98,7 +97,7 @@ impl CancellationToken {
             if !waiters.is_null() {
                 // SAFETY: `waiters` was taken from this cell by `publish_claimed`; `node` keeps
                 // the promise, and so the cell, alive during the call.
-                unsafe { crate::future::notify::dispatch(NonNull::from(inner).cast(), waiters) };
+                unsafe { crate::future::notify::dispatch(node.signal.cell_ptr(), waiters) };
             }
             stack.extend(children.iter().filter_map(Weak::upgrade));
         }

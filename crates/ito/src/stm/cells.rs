@@ -53,7 +53,8 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// ```
     pub fn try_read_tx(&self, tx: &mut Tx) -> StmResult<Option<Result<T, Failure>>> {
         tx.check_failed()?;
-        let cell = NonNull::from(self.header());
+        // The handle's own pointer: a log entry made from it may be the last reference.
+        let cell = self.cell_ptr();
         // Our own completion first: if another got there before us, our commit will fail.
         if let Some(p) = tx.pending_cell(cell) {
             // SAFETY: a pending completion of this cell is a `Box<Result<T, Failure>>`.
@@ -102,7 +103,7 @@ impl<T: Clone + Send + Sync + 'static> Promise<T> {
             return Ok(false);
         }
         tx.log_cell_write(CellWrite {
-            cell: NonNull::from(&self.inner().header),
+            cell: self.cell_ptr(), // may be the last reference when the log lets it go
             value: Box::into_raw(Box::new(result)).cast(),
             publish: publish_cell::<T>,
             drop_value: drop_cell_value::<T>,
@@ -151,7 +152,7 @@ impl<T: Clone + Send + Sync + 'static> Promise<T> {
     fn future_ref_try_read(&self, tx: &mut Tx) -> StmResult<Option<()>> {
         tx.check_failed()?;
         let header = &self.inner().header;
-        let cell = NonNull::from(header);
+        let cell = self.cell_ptr(); // logged: may be the last reference when the log lets it go
         if tx.pending_cell(cell).is_some() {
             return Ok(Some(()));
         }

@@ -325,8 +325,12 @@ unsafe fn finish<B, T>(task: NonNull<TaskCell<B, T>>, result: Result<T, Failure>
     // SAFETY: the runner holds a reference; the task is its cell's only completer.
     let t = unsafe { task.as_ref() };
     t.header.state.transition_to_complete();
-    // SAFETY: see above.
-    unsafe { t.inner.complete_claimed(result) };
+    // SAFETY: see above. The cell pointer is projected from `task` (not made from a
+    // reference), so it carries the allocation's provenance, as `complete_claimed` requires.
+    unsafe {
+        let inner = NonNull::new_unchecked(std::ptr::addr_of_mut!((*task.as_ptr()).inner));
+        Inner::complete_claimed(inner, result)
+    };
 }
 
 // ----- synchronous closures (spawn_fn) -----

@@ -150,3 +150,33 @@ fn cancelled_blocked_task_is_woken() {
         blocked.join().unwrap();
     });
 }
+
+/// A queue entry and a helping waiter (`try_run_inline`) race to claim a queued task while it
+/// is cancelled: exactly one of them wins, and a cancellation that found the task queued is
+/// never lost (the winner cancels instead of running).
+#[test]
+fn cancel_races_two_claimers() {
+    loom::model(|| {
+        let s = Arc::new(State::new_scheduled());
+        let (s2, s3) = (s.clone(), s.clone());
+        let entry = thread::spawn(move || s2.transition_to_running());
+        let canceller = thread::spawn(move || s3.request_cancel());
+        let mine = s.transition_to_running();
+        let theirs = entry.join().unwrap();
+        let request = canceller.join().unwrap();
+        let (winner, loser) = if mine == Claim::Lost {
+            (theirs, mine)
+        } else {
+            (mine, theirs)
+        };
+        assert_eq!(loser, Claim::Lost, "exactly one claim wins");
+        assert_ne!(winner, Claim::Lost, "exactly one claim wins");
+        match request {
+            CancelRequest::Queued => assert_eq!(winner, Claim::Cancel),
+            CancelRequest::Running => assert_eq!(winner, Claim::Run),
+            other => panic!("the task is never idle or complete here: {other:?}"),
+        }
+        s.transition_to_complete();
+        assert!(!s.is_cancelled());
+    });
+}

@@ -15,6 +15,11 @@
 //!                   [--timeout-s S] [--record]
 //! ito-bench pool [--mode spawn,pool,bounded,channel-pool] [--tasks T] [--runs R] [--sleep-ms S]
 //!                [--pool-size P] [--impl ito,tokio] [--workers 2] [--timeout-s S] [--record]
+//! ito-bench find-tree --dirs D --files F --seed S --out DIR
+//! ito-bench find --tree DIR [--runs R] [--workers W] [--ito-find PATH] [--record]
+//! ito-bench chain --n N[,N...] [--impl ito,tokio,go,elixir] [--workers W] [--repeat R] [--record]
+//! ito-bench ping-pong --rounds N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
+//! ito-bench fan-in --senders S --messages N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
 //! ```
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
@@ -27,10 +32,13 @@
 //! instead of hanging the sweep. Exit status: 0 when every measurement is right, 1 when one
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
+mod chain;
 mod fib;
+mod find;
 mod futures_bench;
 mod join;
 mod measure;
+mod messaging;
 mod pool;
 mod stm_bank;
 
@@ -77,6 +85,16 @@ enum Cmd {
     Futures(futures_bench::FuturesArgs),
     /// Document 003: spawn vs pool vs semaphore-bounded vs channel pool, against tokio.
     Pool(pool::PoolArgs),
+    /// Document 002: make a deterministic tree shaped like a home directory.
+    FindTree(find::FindTreeArgs),
+    /// Document 002: ito-find against GNU find and fd on a tree.
+    Find(find::FindArgs),
+    /// Document 001: a chain of N processes passing a number along, with peak memory.
+    Chain(chain::ChainArgs),
+    /// Processes: one message round trip between two, against tokio mpsc.
+    PingPong(messaging::PingPongArgs),
+    /// Processes: S senders flood one receiver, against tokio mpsc.
+    FanIn(messaging::FanInArgs),
 }
 
 /// Arguments of `fib`.
@@ -163,6 +181,11 @@ fn main() -> ExitCode {
         Cmd::StmBank(args) => stm_bank::command(&args),
         Cmd::Futures(args) => futures_bench::command(&args),
         Cmd::Pool(args) => pool::command(&args),
+        Cmd::FindTree(args) => find::tree_command(&args),
+        Cmd::Find(args) => find::command(&args),
+        Cmd::Chain(args) => chain::command(&args),
+        Cmd::PingPong(args) => messaging::ping_pong_command(&args),
+        Cmd::FanIn(args) => messaging::fan_in_command(&args),
     }
 }
 

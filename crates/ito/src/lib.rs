@@ -93,6 +93,40 @@
 //! assert_eq!((stock.read_atomic(), sold.future().wait()), (1, Ok("widget")));
 //! ```
 //!
+//! **Structured concurrency.** [`scope_fn`] runs children that may borrow from the caller
+//! and does not return before all of them ended; the first failure cancels the rest. [`race`],
+//! [`first_ok`], [`TaskSet`] and [`CancellationToken`] cover the other shapes. Cancelling a
+//! task ([`Future::cancel`]) drops an async task at its next `.await`; a synchronous one sees
+//! it in ito's blocking calls, which return [`Failure::Cancelled`].
+//!
+//! ```
+//! let words = ["tasks", "that", "borrow"];
+//! let lengths = ito::scope_fn(|s| {
+//!     let handles: Vec<_> = words.iter().map(|w| s.spawn_fn(move || w.len())).collect();
+//!     handles.iter().map(|h| h.wait().unwrap()).sum::<usize>()
+//! });
+//! assert_eq!(lengths.unwrap(), 15);
+//!
+//! let slow = ito::spawn(async { ito::Future::<u8>::never().await.unwrap() });
+//! let fast = ito::spawn(async { 1u8 });
+//! assert_eq!(ito::race(slow, fast).wait(), Ok(1)); // `slow` is cancelled
+//! ```
+//!
+//! **Processes.** [`process`] is Erlang's process model: [`process::spawn`] a body that
+//! receives from its own mailbox, address it with a [`process::Pid`], link, monitor and
+//! supervise processes. A waiting process costs about 200 bytes.
+//!
+//! ```
+//! use ito::process::{self, Mailbox};
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! let doubler = process::spawn(move |mut mb: Mailbox<u32>| async move {
+//!     let n = mb.recv().await;
+//!     tx.send(2 * n).unwrap();
+//! });
+//! doubler.send(21).unwrap();
+//! assert_eq!(rx.recv().unwrap(), 42);
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message; timeouts are [`Failure::Timeout`].
 //!
@@ -112,8 +146,10 @@
 //! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
 //! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
 //! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
+//! - `docs/structured.md`: task cancellation and scopes.
 //! - `docs/sync.md`: [`sync`] and [`channel`]: one wait list, fairness, cancel safety, the
 //!   rendezvous, and the [`sync::Pool`].
+//! - `docs/process.md`: processes: the mailbox's state machine, links, monitors, supervisors.
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]
@@ -123,7 +159,9 @@ mod failure;
 pub mod future;
 mod join;
 mod loom;
+pub mod process;
 mod runtime;
+pub mod scope;
 pub mod stm;
 pub mod sync;
 mod task;
@@ -141,6 +179,10 @@ pub use failure::Failure;
 pub use future::{Future, Promise};
 pub use join::{block_in_place, join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};
+pub use scope::{
+    CancellationToken, Scope, ScopeError, TaskSet, first_ok, race, scope, scope_fn,
+    scope_fn_supervised, scope_supervised,
+};
 pub use time::{Timeout, sleep, sleep_until, timeout};
 
 #[doc(hidden)]
@@ -176,6 +218,30 @@ where
     T: Send + 'static,
 {
     runtime::spawn_fn_on(runtime::current(), f)
+}
+
+/// Whether the synchronous task running on this thread (a [`spawn_fn`] closure) has been
+/// cancelled, for long computations that want to stop early between blocking calls.
+/// Always `false` outside a synchronous task.
+///
+/// ```
+/// use std::sync::mpsc::channel;
+/// let (started, is_started) = channel();
+/// let (report, reported) = channel();
+/// let gate = ito::Promise::<()>::new();
+/// let g = gate.future();
+/// let task = ito::spawn_fn(move || {
+///     started.send(()).unwrap();
+///     let r = g.wait(); // returns once the task is cancelled
+///     report.send((r, ito::is_cancelled())).unwrap();
+/// });
+/// is_started.recv().unwrap();
+/// assert!(task.cancel());
+/// assert_eq!(reported.recv().unwrap(), (Err(ito::Failure::Cancelled), true));
+/// ```
+#[inline]
+pub fn is_cancelled() -> bool {
+    task::cancel::current_cancelled()
 }
 
 /// Runs a closure that may block for long on the current runtime's blocking pool.

@@ -373,7 +373,9 @@ fn shutdown_finishes_pending_joins_even_when_one_waits_for_another() {
                 .unwrap();
             let busy = rt.spawn_fn(|| std::thread::sleep(Duration::from_millis(60)));
             std::thread::sleep(Duration::from_millis(5));
-            let t = rt.spawn_fn(|| {
+            let (started, is_started) = std::sync::mpsc::channel();
+            let t = rt.spawn_fn(move || {
+                started.send(()).unwrap();
                 let (p2, pc) = (ito::Promise::new(), ito::Promise::new());
                 let (f2, fc) = (p2.future(), pc.future());
                 ito::join(
@@ -391,7 +393,10 @@ fn shutdown_finishes_pending_joins_even_when_one_waits_for_another() {
                 );
                 1
             });
-            std::thread::sleep(Duration::from_millis(15));
+            // A task still queued at the drop is cancelled: wait until `t` runs (a loaded
+            // machine may take longer than any fixed sleep), then give its joins a moment.
+            is_started.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(10));
             drop(rt);
             assert_eq!(busy.wait(), Ok(()));
             assert_eq!(t.wait(), Ok(1));

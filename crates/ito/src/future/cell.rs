@@ -31,8 +31,12 @@
 //!   under `LOCKED`, and read by the completer after it took the list. A node leaves the list
 //!   exactly once: unlinked (its owner will not be notified) or taken by the completer (it will
 //!   be notified exactly once).
-//! - `refs`: one count per `Future`/`Promise` handle, per registered combinator that holds
-//!   its target, and (for a task's cell) per queue entry and waker of the task.
+//! - `refs`: two counts in one word. The high half counts [`Future`](crate::Future) handles
+//!   (one [`HANDLE`] each); the low half counts every other reference: `Promise` handles,
+//!   registered combinators that hold their target, a transaction's log entries and (for a
+//!   task's cell) the task's queue entries and wakers. The cell is destroyed when the whole
+//!   word reaches zero; the handle count lets `Future::cancel` tell whether anybody else still
+//!   holds the future (cloning a handle is still one `fetch_add`).
 
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
@@ -46,6 +50,9 @@ const LOCKED: usize = 0b001;
 const COMPLETING: usize = 0b010;
 const COMPLETE: usize = 0b100;
 const PTR_MASK: usize = !0b111;
+
+/// One `Future` handle in a cell's reference word (the low half counts the other references).
+pub(crate) const HANDLE: usize = 1 << (usize::BITS / 2);
 
 /// The type-erased front of every cell.
 #[repr(C)]
@@ -227,12 +234,56 @@ impl CellHeader {
         self.state.load(Ordering::Acquire) & COMPLETE != 0
     }
 
-    /// Adds a reference.
+    /// Adds a reference (not a `Future` handle: see [`CellHeader::inc_handle`]).
     #[inline]
     pub(crate) fn inc_ref(&self) {
         let old = self.refs.fetch_add(1, Ordering::Relaxed);
+        if old & (HANDLE - 1) == HANDLE - 1 {
+            std::process::abort();
+        }
+    }
+
+    /// Adds a `Future` handle.
+    #[inline]
+    pub(crate) fn inc_handle(&self) {
+        let old = self.refs.fetch_add(HANDLE, Ordering::Relaxed);
         if old > isize::MAX as usize {
             std::process::abort();
+        }
+    }
+
+    /// Gives up one `Future` handle unless it is the only one; `false` (and nothing given
+    /// up) if it is.
+    pub(crate) fn try_dec_handle_shared(&self) -> bool {
+        let mut n = self.refs.load(Ordering::Relaxed);
+        loop {
+            if n / HANDLE <= 1 {
+                return false;
+            }
+            match self.refs.compare_exchange_weak(
+                n,
+                n - HANDLE,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+    }
+
+    /// Drops a `Future` handle, destroying the cell on the last reference.
+    ///
+    /// # Safety
+    /// The caller owns one handle on the live cell `this` and gives it up.
+    #[inline]
+    pub(crate) unsafe fn dec_handle(this: NonNull<CellHeader>) {
+        // SAFETY: the caller owns a handle, so the header is live.
+        let header = unsafe { this.as_ref() };
+        if header.refs.fetch_sub(HANDLE, Ordering::Release) == HANDLE {
+            fence(Ordering::Acquire);
+            // SAFETY: that was the last reference; `destroy` runs exactly once.
+            unsafe { Self::destroy(this) };
         }
     }
 

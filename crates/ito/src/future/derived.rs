@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
 use super::Future;
-use super::cell::{Action, CellHeader, CellVTable, Inner, Waiter};
+use super::cell::{Action, CellHeader, CellVTable, HANDLE, Inner, Waiter};
 use crate::Failure;
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
 
@@ -140,7 +140,7 @@ where
         return Future::from_result(guard(move || f(r)).and_then(|r| r));
     }
     let b = NonNull::from(Box::leak(Box::new(Map::<T, U, F> {
-        out: Inner::new(2, &Destroy::<Map<T, U, F>, U>::VTABLE),
+        out: Inner::new(HANDLE + 1, &Destroy::<Map<T, U, F>, U>::VTABLE),
         node: Waiter::new(call_map::<T, U, F>),
         f: UnsafeCell::new(ManuallyDrop::new(f)),
         _src: PhantomData,
@@ -245,7 +245,7 @@ where
     F: FnOnce(&Result<T, Failure>) -> Result<Future<U>, Failure> + Send + 'static,
 {
     let b = NonNull::from(Box::leak(Box::new(Flat::<T, U, F> {
-        out: Inner::new(2, &Destroy::<Flat<T, U, F>, U>::VTABLE),
+        out: Inner::new(HANDLE + 1, &Destroy::<Flat<T, U, F>, U>::VTABLE),
         node1: Waiter::new(call_flat1::<T, U, F>),
         node2: Waiter::new(call_flat2::<T, U, F>),
         f: UnsafeCell::new(ManuallyDrop::new(f)),
@@ -387,7 +387,7 @@ where
     F: FnOnce(T, U) -> R + Send + 'static,
 {
     let z = NonNull::from(Box::leak(Box::new(Zip::<T, U, R, F> {
-        out: Inner::new(3, &Destroy::<Zip<T, U, R, F>, R>::VTABLE),
+        out: Inner::new(HANDLE + 2, &Destroy::<Zip<T, U, R, F>, R>::VTABLE),
         node_a: Waiter::new(call_zip_a::<T, U, R, F>),
         node_b: Waiter::new(call_zip_b::<T, U, R, F>),
         remaining: AtomicUsize::new(2),

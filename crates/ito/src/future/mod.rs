@@ -36,6 +36,7 @@ pub use promise::{AlreadyCompleted, Promise};
 pub use wait::{Wait, WaitRef};
 
 use crate::Failure;
+use crate::runtime::wait::Woken;
 use cell::{CellHeader, Inner};
 
 /// A handle on a result that will be available later: `Result<T, Failure>`.
@@ -61,10 +62,10 @@ unsafe impl<T: Send + Sync> Send for Future<T> {}
 unsafe impl<T: Send + Sync> Sync for Future<T> {}
 
 impl<T> Future<T> {
-    /// Wraps a pointer that carries one reference.
+    /// Wraps a pointer that carries one handle reference ([`cell::HANDLE`]).
     ///
     /// # Safety
-    /// `ptr` points to a live `Inner<T>` and the caller gives its reference to the handle.
+    /// `ptr` points to a live `Inner<T>` and the caller gives its handle reference to it.
     #[inline]
     pub(crate) unsafe fn from_raw(ptr: NonNull<Inner<T>>) -> Self {
         Future {
@@ -117,6 +118,9 @@ impl<T> Future<T> {
     /// sleeps (the number of such threads is bounded, see
     /// [`Builder::max_compensation`](crate::Builder::max_compensation)).
     ///
+    /// Inside a synchronous task ([`spawn_fn`](crate::spawn_fn)) that is cancelled, a wait
+    /// for a result that is not there returns `Err(Failure::Cancelled)` at once.
+    ///
     /// ```
     /// let fut = ito::spawn_fn(|| {
     ///     let a = ito::spawn_fn(|| 20);
@@ -133,9 +137,12 @@ impl<T> Future<T> {
         if let Some(v) = self.inner().get() {
             return v.clone();
         }
-        crate::runtime::wait::block_until(self.ptr.cast(), None);
-        self.value()
-            .expect("a wait returned before its future completed")
+        match crate::runtime::wait::block_until(self.ptr.cast(), None) {
+            Woken::Cancelled => Err(Failure::Cancelled),
+            _ => self
+                .value()
+                .expect("a wait returned before its future completed"),
+        }
     }
 
     /// Waits at most `timeout` for the result; `None` if time ran out.
@@ -155,8 +162,64 @@ impl<T> Future<T> {
             return Some(v.clone());
         }
         let deadline = std::time::Instant::now().checked_add(timeout);
-        crate::runtime::wait::block_until(self.ptr.cast(), deadline);
-        self.value()
+        match crate::runtime::wait::block_until(self.ptr.cast(), deadline) {
+            Woken::Cancelled => Some(Err(Failure::Cancelled)),
+            _ => self.value(),
+        }
+    }
+
+    /// Gives up this handle and, if it was the last handle on a task's future, cancels the
+    /// task. Returns whether this call cancelled it.
+    ///
+    /// An async task is dropped at its next suspension point (its destructors run on a
+    /// worker); a synchronous one ([`spawn_fn`](crate::spawn_fn)) that has not started never
+    /// runs, and one that is running sees the cancellation in ito's blocking calls
+    /// ([`wait`](Future::wait) and the like return `Err(Failure::Cancelled)`; see
+    /// [`is_cancelled`](crate::is_cancelled)). The future then completes with
+    /// [`Failure::Cancelled`], unless the task finished first.
+    ///
+    /// Nothing is cancelled when another handle on the same future is alive (somebody else
+    /// still wants the result), when the task already completed, or when the future is not a
+    /// task's (a promise's or a combinator's): then this is just a drop.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// let gate = ito::Promise::<()>::new();
+    /// let g = gate.future();
+    /// let task = rt.spawn(async move { g.await.unwrap(); "finished" });
+    /// let watcher = task.map(|s| s.len());
+    /// assert!(task.cancel()); // the only handle: the task is dropped
+    /// assert_eq!(watcher.wait(), Err(ito::Failure::Cancelled));
+    ///
+    /// let shared = rt.spawn(async { 1 });
+    /// let other = shared.clone();
+    /// assert!(!shared.cancel()); // `other` still wants it
+    /// assert_eq!(other.wait(), Ok(1));
+    /// ```
+    pub fn cancel(self) -> bool {
+        let header = self.header();
+        if header.vtable.task.is_none() {
+            return false;
+        }
+        if header.try_dec_handle_shared() {
+            // Our handle reference was given up above.
+            std::mem::forget(self);
+            return false;
+        }
+        // The only handle: nobody can clone another one while we hold it.
+        self.abort()
+    }
+
+    /// Cancels the task behind this future whoever else holds it (structured concurrency:
+    /// a scope's children). `false` if it is not a task's future or already complete.
+    pub(crate) fn abort(&self) -> bool {
+        let cell = self.ptr.cast::<CellHeader>();
+        let Some(task_of) = self.header().vtable.task else {
+            return false;
+        };
+        // SAFETY: the vtable's `task` belongs to this cell's kind; our handle keeps the
+        // shared allocation (and so the task header) alive during the call.
+        unsafe { crate::task::Header::cancel(task_of(cell)) }
     }
 
     /// Whether two handles refer to the same cell.
@@ -219,7 +282,7 @@ impl<T: Send + Sync + 'static> Future<T> {
 impl<T> Clone for Future<T> {
     #[inline]
     fn clone(&self) -> Self {
-        self.header().inc_ref();
+        self.header().inc_handle();
         Future {
             ptr: self.ptr,
             _marker: PhantomData,
@@ -230,8 +293,8 @@ impl<T> Clone for Future<T> {
 impl<T> Drop for Future<T> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: the handle owns one reference and gives it up.
-        unsafe { CellHeader::dec_ref(self.ptr.cast()) };
+        // SAFETY: the handle owns one handle reference and gives it up.
+        unsafe { CellHeader::dec_handle(self.ptr.cast()) };
     }
 }
 

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use super::Future;
-use super::cell::{CellHeader, CellVTable, Inner};
+use super::cell::{CellHeader, CellVTable, HANDLE, Inner};
 use crate::Failure;
 use crate::loom::{AtomicUsize, Ordering};
 
@@ -41,7 +41,7 @@ fn alloc<T>(cell: PromiseCell<T>) -> NonNull<PromiseCell<T>> {
 /// A future that is complete from the start.
 pub(crate) fn completed<T>(v: Result<T, Failure>) -> Future<T> {
     let p = alloc(PromiseCell {
-        inner: Inner::new_complete(1, &VTable::<T>::VTABLE, v),
+        inner: Inner::new_complete(HANDLE, &VTable::<T>::VTABLE, v),
         writers: AtomicUsize::new(0),
     });
     // SAFETY: a fresh cell with one reference, given to the handle.
@@ -51,7 +51,7 @@ pub(crate) fn completed<T>(v: Result<T, Failure>) -> Future<T> {
 /// A future that nothing can complete.
 pub(crate) fn never<T>() -> Future<T> {
     let p = alloc(PromiseCell {
-        inner: Inner::<T>::new(1, &VTable::<T>::VTABLE),
+        inner: Inner::<T>::new(HANDLE, &VTable::<T>::VTABLE),
         writers: AtomicUsize::new(0),
     });
     // SAFETY: a fresh cell with one reference, given to the handle.
@@ -149,8 +149,8 @@ impl<T> Promise<T> {
     /// assert_eq!((a.wait(), b.wait()), (Ok('x'), Ok('x')));
     /// ```
     pub fn future(&self) -> Future<T> {
-        self.inner().header.inc_ref();
-        // SAFETY: we just took a reference for the handle.
+        self.inner().header.inc_handle();
+        // SAFETY: we just took a handle reference for it.
         unsafe { Future::from_raw(self.ptr.cast()) }
     }
 

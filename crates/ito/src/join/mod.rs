@@ -345,9 +345,16 @@ where
         // caller does not touch it meanwhile.
         unsafe { (p.1)(p.0) }
     });
-    // `Ok`: it ran. `Err(Cancelled)`: the runtime shut down before running it (the task
-    // dropped its pointer without using it). Either way nothing refers to `remote` now.
-    let _ = done.wait();
+    // Wait for the task to complete, whatever happens: it holds a pointer to `remote`, and
+    // the closure borrows from the caller. Not `done.wait()`, which returns at once inside a
+    // cancelled synchronous task and would let this frame unwind while the task still runs.
+    // Complete with `Ok`: it ran. With `Err(Cancelled)`: the runtime shut down before running
+    // it (the task dropped its pointer without using it). Either way nothing refers to
+    // `remote` now.
+    if !done.is_completed() {
+        crate::runtime::wait::block_until_complete(ptr::NonNull::from(done.header()));
+    }
+    debug_assert!(done.is_completed());
     match remote.out.take() {
         Some(Ok(v)) => v,
         Some(Err(payload)) => resume_unwind(payload),

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
+use crate::task::cancel::Watch;
+
 struct ThreadWaker {
     thread: Thread,
     notified: AtomicBool,
@@ -40,31 +42,52 @@ impl Wake for ThreadWaker {
 /// assert_eq!(v, 3);
 /// ```
 pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
-    let mut fut = pin!(fut.into_future());
-    let tw = Arc::new(ThreadWaker {
-        thread: thread::current(),
-        notified: AtomicBool::new(false),
-    });
-    let waker = Waker::from(tw.clone());
-    let mut cx = Context::from_waker(&waker);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        if !tw.notified.swap(false, Ordering::Acquire) {
-            super::wait::blocking_park(|| {
-                while !tw.notified.swap(false, Ordering::Acquire) {
-                    thread::park();
-                }
-            });
-        }
+    match drive(fut.into_future(), false) {
+        Some(v) => v,
+        None => unreachable!("block_on is not cancellable"),
     }
 }
 
 /// [`block_on`] for ito's own blocking calls (`acquire_blocking`, `recv_blocking`, ...):
 /// `Err(Failure::Cancelled)` instead of the output when the synchronous task running on this
 /// thread is cancelled before `fut` completes (`fut` is then dropped).
-#[allow(dead_code)] // used by the blocking calls as they land
 pub(crate) fn block_on_cancellable<F: IntoFuture>(fut: F) -> Result<F::Output, crate::Failure> {
-    Ok(block_on(fut))
+    drive(fut.into_future(), true).ok_or(crate::Failure::Cancelled)
+}
+
+/// Polls `fut` to completion on this thread; `None` if `cancellable` and the synchronous
+/// task running on this thread is cancelled first.
+fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    let tw = Arc::new(ThreadWaker {
+        thread: thread::current(),
+        notified: AtomicBool::new(false),
+    });
+    let waker = Waker::from(tw.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut watch = None;
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return Some(v);
+        }
+        if cancellable {
+            // Register before checking, so a cancellation after the check unparks us.
+            if watch.is_none() {
+                watch = Watch::new();
+            }
+            if watch.as_ref().is_some_and(Watch::cancelled) {
+                return None;
+            }
+        }
+        if !tw.notified.swap(false, Ordering::Acquire) {
+            super::wait::blocking_park(|| {
+                while !tw.notified.swap(false, Ordering::Acquire) {
+                    if watch.as_ref().is_some_and(Watch::cancelled) {
+                        return;
+                    }
+                    thread::park();
+                }
+            });
+        }
+    }
 }

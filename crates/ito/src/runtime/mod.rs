@@ -26,7 +26,6 @@ use std::thread::JoinHandle;
 use crossbeam_deque::Injector;
 
 pub use block_on::block_on;
-#[allow(unused_imports)] // used by the blocking calls as they land
 pub(crate) use block_on::block_on_cancellable;
 pub use metrics::Metrics;
 

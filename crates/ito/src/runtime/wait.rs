@@ -24,6 +24,18 @@ use std::time::Instant;
 use super::worker::{self, WorkerCtx};
 use crate::future::cell::{Action, CellHeader, Locked, Waiter};
 use crate::task::Header;
+use crate::task::cancel::{self, Watch};
+
+/// How a [`block_until`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// The cell is complete.
+    Complete,
+    /// The deadline passed first.
+    TimedOut,
+    /// The synchronous task running on this thread was cancelled first.
+    Cancelled,
+}
 
 /// A thread parked on a cell. Lives on the waiting thread's stack.
 #[repr(C)]
@@ -43,23 +55,47 @@ unsafe fn notify_thread(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, _acti
     t.unpark();
 }
 
-/// Waits until `cell` is complete, or `deadline` passes.
+/// Waits until `cell` is complete, or `deadline` passes, or the synchronous task running on
+/// this thread is cancelled.
 ///
 /// The caller holds a reference to the cell for the duration.
 #[cold]
-pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) {
+pub(crate) fn block_until(cell: NonNull<CellHeader>, deadline: Option<Instant>) -> Woken {
+    block_until_inner(cell, deadline, true)
+}
+
+/// [`block_until`] that ignores the cancellation of the current task: for waits that keep
+/// borrowed memory alive (a scope waiting for its cancelled children, `install` waiting for
+/// the task that points into its frame). The caller holds a reference to the cell.
+#[cold]
+pub(crate) fn block_until_complete(cell: NonNull<CellHeader>) {
+    block_until_inner(cell, None, false);
+}
+
+fn block_until_inner(
+    cell: NonNull<CellHeader>,
+    deadline: Option<Instant>,
+    cancellable: bool,
+) -> Woken {
     // SAFETY: the caller holds a reference.
     let header = unsafe { cell.as_ref() };
+    if cancellable && cancel::current_cancelled() {
+        return if header.is_complete() {
+            Woken::Complete
+        } else {
+            Woken::Cancelled
+        };
+    }
     let ctx = worker::current_ctx();
     if let Some(ctx) = ctx {
         if deadline.is_none() && try_help(ctx, cell) && header.is_complete() {
-            return;
+            return Woken::Complete;
         }
     }
     if header.is_complete() {
-        return;
+        return Woken::Complete;
     }
-    park_on(header, deadline, ctx);
+    park_on(header, deadline, ctx, cancellable)
 }
 
 /// Runs the task behind `cell` inline if that is safe and nobody started it.
@@ -75,6 +111,9 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     if !same_runtime || !ctx.stack_has_room() {
         return false;
     }
+    // The task run here is not part of the current synchronous task (if any): its blocking
+    // calls and `is_cancelled` must not answer for ours.
+    let _outside = cancel::Running::outside();
     if ctx.run_if_on_top(task.as_ptr()) {
         return true;
     }
@@ -86,7 +125,12 @@ fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     ran
 }
 
-fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCtx>) {
+fn park_on(
+    header: &CellHeader,
+    deadline: Option<Instant>,
+    ctx: Option<&WorkerCtx>,
+    cancellable: bool,
+) -> Woken {
     let node = ThreadNode {
         waiter: Waiter::new_owner(notify_thread),
         thread: thread::current(),
@@ -96,27 +140,32 @@ fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCt
     // SAFETY: the node outlives its registration: we return only after it is unlinked or
     // notified.
     if !unsafe { header.push(ptr) } {
-        return;
+        return Woken::Complete;
     }
     // A cancellation queued on this thread may be what completes the future.
     crate::task::run_pending_cancels();
+    let watch = if cancellable { Watch::new() } else { None };
     let _blocked = ctx.map(WorkerCtx::enter_blocking);
-    loop {
+    let why = loop {
         if node.done.load(Ordering::Acquire) {
-            return;
+            return Woken::Complete;
+        }
+        if watch.as_ref().is_some_and(Watch::cancelled) {
+            break Woken::Cancelled;
         }
         match deadline {
             None => thread::park(),
             Some(d) => {
                 let now = Instant::now();
                 if now >= d {
-                    break;
+                    break Woken::TimedOut;
                 }
                 thread::park_timeout(d - now);
             }
         }
-    }
-    // Timed out: take the node back, or wait for the completer to finish with it.
+    };
+    // Timed out or cancelled: take the node back, or wait for the completer to finish with it
+    // (then the value is there after all).
     match header.lock() {
         Locked::Held(mut guard) => {
             // SAFETY: our node, pushed above and not notified (the lock was free and the cell
@@ -128,8 +177,10 @@ fn park_on(header: &CellHeader, deadline: Option<Instant>, ctx: Option<&WorkerCt
             while !node.done.load(Ordering::Acquire) {
                 thread::yield_now();
             }
+            return Woken::Complete;
         }
     }
+    why
 }
 
 /// Parks the current thread (via `park`), giving its worker place away meanwhile if it is a

@@ -49,7 +49,7 @@
 //! The design (TL2: a global version clock and a versioned lock per variable) and its
 //! correctness argument are in `docs/stm.md`.
 
-mod alloc;
+pub(crate) mod alloc;
 mod cells;
 mod reclaim;
 mod tmvar;

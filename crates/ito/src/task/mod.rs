@@ -24,6 +24,7 @@
 //! 8 for the scheduler pointer, 24 for the cell header and 24 for the `Result<(), Failure>`
 //! slot, plus the body (checked by a test to stay within 128 bytes).
 
+pub(crate) mod cancel;
 pub(crate) mod state;
 mod waker;
 
@@ -36,10 +37,10 @@ use std::task::{Context, Poll};
 
 use crate::Failure;
 use crate::future::Future;
-use crate::future::cell::{CellHeader, CellVTable, Inner};
+use crate::future::cell::{CellHeader, CellVTable, HANDLE, Inner};
 use crate::loom::UnsafeCell;
 use crate::runtime::Shared;
-use state::{AfterPoll, State};
+use state::{AfterPoll, CancelRequest, Claim, State};
 
 /// The front of every task.
 #[repr(C)]
@@ -100,13 +101,37 @@ impl Header {
     pub(crate) unsafe fn try_run_inline(this: NonNull<Header>) -> bool {
         // SAFETY: live, per the caller.
         let h = unsafe { this.as_ref() };
-        if h.state.transition_to_running() {
+        match h.state.transition_to_running() {
             // SAFETY: we won `SCHEDULED → RUNNING` and hold a reference.
-            unsafe { (h.vtable.poll)(this) };
-            true
-        } else {
-            false
+            Claim::Run => unsafe { (h.vtable.poll)(this) },
+            // SAFETY: as above.
+            Claim::Cancel => unsafe { (h.vtable.cancel)(this) },
+            Claim::Lost => return false,
         }
+        true
+    }
+
+    /// Requests the task's cancellation. An idle task is enqueued so that a worker drops its
+    /// body; a queued one is dropped by whoever dequeues it; a running async task drops its
+    /// body when this poll returns `Pending`; a running synchronous one is woken if it is
+    /// blocked in one of ito's blocking calls, which then return `Failure::Cancelled`.
+    /// Returns whether this call requested it (`false`: already complete or cancelled).
+    ///
+    /// # Safety
+    /// The caller holds a reference to the task.
+    pub(crate) unsafe fn cancel(this: NonNull<Header>) -> bool {
+        // SAFETY: live, per the caller.
+        let h = unsafe { this.as_ref() };
+        match h.state.request_cancel() {
+            CancelRequest::Schedule => {
+                Header::inc_ref(this);
+                crate::runtime::schedule(TaskRef(this));
+            }
+            CancelRequest::Running => cancel::wake_blocked(this),
+            CancelRequest::Queued => {}
+            CancelRequest::Nothing => return false,
+        }
+        true
     }
 }
 
@@ -167,7 +192,7 @@ impl TaskRef {
     fn cancel_now(self) {
         // SAFETY: the entry holds a reference.
         let h = unsafe { self.0.as_ref() };
-        if h.state.transition_to_running() {
+        if h.state.transition_to_running() != Claim::Lost {
             // SAFETY: we won the task and hold a reference.
             unsafe { (h.vtable.cancel)(self.0) };
         }
@@ -278,7 +303,7 @@ fn alloc<B, T>(
             vtable,
             sched,
         },
-        inner: Inner::<T>::new(2, &Kind::<B, T>::CELL_VTABLE),
+        inner: Inner::<T>::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE),
         body: UnsafeCell::new(ManuallyDrop::new(body)),
     });
     let ptr = NonNull::from(Box::leak(cell));
@@ -322,7 +347,9 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
         let f = unsafe { task.as_ref() }
             .body
             .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
+        let running = cancel::Running::enter(h);
         let result = catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic);
+        drop(running);
         // SAFETY: the runner, once.
         unsafe { finish(task, result) };
     }
@@ -386,11 +413,14 @@ where
         let result = match polled {
             Ok(Poll::Pending) => {
                 // SAFETY: the runner holds a reference.
-                if unsafe { task.as_ref() }.header.state.transition_to_idle()
-                    == AfterPoll::Reschedule
-                {
-                    Header::inc_ref(h);
-                    crate::runtime::schedule(TaskRef(h));
+                match unsafe { task.as_ref() }.header.state.transition_to_idle() {
+                    AfterPoll::Idle => {}
+                    AfterPoll::Reschedule => {
+                        Header::inc_ref(h);
+                        crate::runtime::schedule(TaskRef(h));
+                    }
+                    // SAFETY: still the runner (the state stays RUNNING).
+                    AfterPoll::Cancel => unsafe { Self::cancel(h) },
                 }
                 return;
             }
@@ -459,7 +489,7 @@ where
     // SAFETY: live: `task` and `f` hold references.
     let header = unsafe { h.as_ref() };
     let won = header.state.transition_to_running();
-    debug_assert!(won, "a fresh task is ours to run");
+    debug_assert_eq!(won, Claim::Run, "a fresh task is ours to run");
     // SAFETY: `task` holds a reference for as long as the borrowed waker is used (below).
     let w = unsafe { waker::borrowed(h) };
     let cell = h.cast::<TaskCell<G, G::Output>>();
@@ -469,8 +499,12 @@ where
         // the task's heap allocation and is never moved until it is dropped in place.
         init(unsafe { std::pin::Pin::new_unchecked(&mut **p) }, &w)
     });
-    if header.state.transition_to_idle() == AfterPoll::Reschedule {
-        crate::runtime::schedule(task);
+    match header.state.transition_to_idle() {
+        AfterPoll::Idle => {}
+        AfterPoll::Reschedule => crate::runtime::schedule(task),
+        // Nobody holds a handle yet, but a cancellation is handled like after any poll.
+        // SAFETY: still the runner (the state stays RUNNING).
+        AfterPoll::Cancel => unsafe { FutTask::<G>::cancel(h) },
     }
     f
 }

@@ -1,0 +1,216 @@
+//! [`TaskSet`]: tasks whose results come out in completion order.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::future::{Future as StdFuture, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+
+use super::ChildRef;
+use crate::{Failure, Future};
+
+/// A set of tasks whose results you take in the order they complete. Dropping the set
+/// cancels the tasks still running (as [`cancel_all`](TaskSet::cancel_all) does).
+///
+/// ```
+/// use std::time::Duration;
+/// let mut set = ito::TaskSet::new();
+/// for ms in [30u64, 10, 20] {
+///     set.spawn(async move {
+///         ito::sleep(Duration::from_millis(ms)).await.unwrap();
+///         ms
+///     });
+/// }
+/// let mut order = Vec::new();
+/// while let Some(r) = set.join_next_blocking() {
+///     order.push(r.unwrap());
+/// }
+/// assert_eq!(order, [10, 20, 30]);
+/// ```
+pub struct TaskSet<T> {
+    shared: Arc<Mutex<SetState<T>>>,
+}
+
+struct SetState<T> {
+    next_id: u64,
+    live: BTreeMap<u64, ChildRef>,
+    ready: VecDeque<Result<T, Failure>>,
+    waker: Option<Waker>,
+}
+
+impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
+    /// An empty set.
+    ///
+    /// ```
+    /// let set = ito::TaskSet::<u8>::new();
+    /// assert!(set.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        TaskSet {
+            shared: Arc::new(Mutex::new(SetState {
+                next_id: 0,
+                live: BTreeMap::new(),
+                ready: VecDeque::new(),
+                waker: None,
+            })),
+        }
+    }
+
+    /// Spawns an async task into the set (on the current runtime).
+    ///
+    /// ```
+    /// let mut set = ito::TaskSet::new();
+    /// set.spawn(async { 1 });
+    /// assert_eq!(set.join_next_blocking(), Some(Ok(1)));
+    /// ```
+    pub fn spawn<F>(&mut self, fut: F)
+    where
+        F: StdFuture<Output = T> + Send + 'static,
+    {
+        self.track(crate::spawn(fut));
+    }
+
+    /// Spawns a synchronous task (a closure) into the set.
+    ///
+    /// ```
+    /// let mut set = ito::TaskSet::new();
+    /// set.spawn_fn(|| 2);
+    /// assert_eq!(set.join_next_blocking(), Some(Ok(2)));
+    /// ```
+    pub fn spawn_fn<F>(&mut self, f: F)
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.track(crate::spawn_fn(f));
+    }
+
+    fn track(&mut self, child: Future<T>) {
+        let id = {
+            let mut s = self.shared.lock().unwrap();
+            let id = s.next_id;
+            s.next_id += 1;
+            s.live.insert(id, ChildRef::new(&child));
+            id
+        };
+        let shared = self.shared.clone();
+        child.inner().on_complete_raw(move |r| {
+            // Cloned before locking: a panicking `Clone` under the lock would poison the set,
+            // losing this result and its wake-up. A failed clone is a failure like any other
+            // (as in the combinators).
+            let r = catch_unwind(AssertUnwindSafe(|| r.clone()))
+                .unwrap_or_else(|payload| Err(Failure::from_panic(payload)));
+            let (removed, waker) = {
+                let mut s = shared.lock().unwrap();
+                s.ready.push_back(r);
+                (s.live.remove(&id), s.waker.take())
+            };
+            drop(removed);
+            if let Some(w) = waker {
+                w.wake();
+            }
+        });
+    }
+
+    /// The next result in completion order, or `None` once the set is empty.
+    ///
+    /// ```
+    /// let mut set = ito::TaskSet::new();
+    /// set.spawn(async { "a" });
+    /// let first = ito::block_on(set.join_next());
+    /// assert_eq!(first, Some(Ok("a")));
+    /// assert_eq!(ito::block_on(set.join_next()), None);
+    /// ```
+    pub fn join_next(&mut self) -> impl StdFuture<Output = Option<Result<T, Failure>>> + '_ {
+        poll_fn(move |cx| {
+            let mut s = self.shared.lock().unwrap();
+            if let Some(r) = s.ready.pop_front() {
+                return Poll::Ready(Some(r));
+            }
+            if s.live.is_empty() {
+                return Poll::Ready(None);
+            }
+            s.waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    /// [`join_next`](TaskSet::join_next), blocking the calling thread (without pinning a worker).
+    /// Inside a cancelled synchronous task, returns `Some(Err(Failure::Cancelled))`.
+    ///
+    /// ```
+    /// let mut set = ito::TaskSet::new();
+    /// set.spawn_fn(|| 5);
+    /// assert_eq!(set.join_next_blocking(), Some(Ok(5)));
+    /// assert_eq!(set.join_next_blocking(), None);
+    /// ```
+    pub fn join_next_blocking(&mut self) -> Option<Result<T, Failure>> {
+        crate::runtime::block_on_cancellable(self.join_next())
+            .unwrap_or(Some(Err(Failure::Cancelled)))
+    }
+
+    /// How many results are still to come (running tasks and results not yet taken).
+    ///
+    /// ```
+    /// let mut set = ito::TaskSet::new();
+    /// set.spawn_fn(|| 0);
+    /// assert_eq!(set.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        let s = self.shared.lock().unwrap();
+        s.live.len() + s.ready.len()
+    }
+
+    /// Whether no results are to come.
+    ///
+    /// ```
+    /// assert!(ito::TaskSet::<()>::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cancels every task still running; their results (`Err(Failure::Cancelled)`, or a
+    /// value if they finished first) still come out of [`join_next`](TaskSet::join_next).
+    ///
+    /// ```
+    /// let mut set = ito::TaskSet::new();
+    /// set.spawn(async { ito::Future::<()>::never().await });
+    /// set.cancel_all();
+    /// assert_eq!(set.join_next_blocking(), Some(Err(ito::Failure::Cancelled)));
+    /// ```
+    pub fn cancel_all(&self) {
+        let live: Vec<ChildRef> = self.shared.lock().unwrap().live.values().cloned().collect();
+        for c in &live {
+            c.abort();
+        }
+    }
+}
+
+impl<T> Drop for TaskSet<T> {
+    fn drop(&mut self) {
+        let live: Vec<ChildRef> = match self.shared.lock() {
+            Ok(s) => s.live.values().cloned().collect(),
+            Err(_) => return,
+        };
+        for c in &live {
+            c.abort();
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Default for TaskSet<T> {
+    fn default() -> Self {
+        TaskSet::new()
+    }
+}
+
+impl<T> fmt::Debug for TaskSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.shared.lock().unwrap();
+        f.debug_struct("TaskSet")
+            .field("running", &s.live.len())
+            .field("ready", &s.ready.len())
+            .finish()
+    }
+}

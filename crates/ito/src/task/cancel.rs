@@ -1,0 +1,170 @@
+//! How a running synchronous task learns that it was cancelled.
+//!
+//! An async task is cancelled at its next suspension point: the runner finds `CANCELLED` in
+//! the state word after a `Pending` poll and drops the body (`task::state`). A synchronous
+//! body (a [`spawn_fn`](crate::spawn_fn) closure) has no suspension points; it sees
+//! cancellation in ito's own blocking calls (`Future::wait`, `block_on_cancellable` and what
+//! is built on it), which then return `Failure::Cancelled`.
+//!
+//! Two pieces make that work:
+//!
+//! - **The current task.** While a worker (or a waiter helping inline) runs a synchronous
+//!   body, a thread-local points at its header ([`Running`]). Nested runs (a `wait` that runs
+//!   the awaited task inline) save and restore it, so it always names the innermost body.
+//! - **The blocked set.** A blocking call that is about to park registers `(task, thread)` in
+//!   a sharded set ([`Watch`]) and only then checks `CANCELLED`; a canceller sets `CANCELLED`
+//!   and only then looks the task up in the set and unparks what it finds. The shard's mutex
+//!   orders the two: either the canceller sees the registration, or the blocked thread sees
+//!   the bit (loom model `loom_cancel`).
+//!
+//! Parking costs microseconds, so a mutex here is not on any hot path; tasks that never block
+//! never touch the set.
+
+use std::cell::Cell;
+use std::ptr::{self, NonNull};
+
+use super::Header;
+use crate::loom::Mutex;
+use crate::loom::thread::{self, Thread};
+
+thread_local! {
+    /// The synchronous task whose body this thread is running, or null.
+    static CURRENT: Cell<*const Header> = const { Cell::new(ptr::null()) };
+}
+
+/// Marks this thread as running a synchronous task's body, until dropped.
+pub(crate) struct Running {
+    prev: *const Header,
+}
+
+impl Running {
+    #[inline]
+    pub(crate) fn enter(h: NonNull<Header>) -> Running {
+        let prev = CURRENT.with(|c| c.replace(h.as_ptr()));
+        Running { prev }
+    }
+}
+
+impl Running {
+    /// Marks this thread as running no synchronous task, until dropped. A waiter that runs
+    /// the awaited task inline uses it: an async task's poll (or whatever else runs there)
+    /// is not part of the waiter's body, and must not see the waiter's cancellation. (A
+    /// synchronous task run inline names itself on entry anyway.)
+    #[inline]
+    pub(crate) fn outside() -> Running {
+        let prev = CURRENT.with(|c| c.replace(ptr::null()));
+        Running { prev }
+    }
+}
+
+impl Drop for Running {
+    #[inline]
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.prev));
+    }
+}
+
+/// The synchronous task running on this thread, if any.
+#[inline]
+fn current() -> Option<NonNull<Header>> {
+    NonNull::new(CURRENT.with(Cell::get).cast_mut())
+}
+
+/// Whether the synchronous task running on this thread has been asked to cancel.
+#[inline]
+pub(crate) fn current_cancelled() -> bool {
+    // SAFETY: the header is live while its body runs (the runner holds a reference).
+    current().is_some_and(|h| unsafe { h.as_ref() }.state.is_cancelled())
+}
+
+const SHARDS: usize = 32;
+
+/// Threads blocked in ito's blocking calls on behalf of a synchronous task.
+pub(crate) struct BlockedSet {
+    shards: [Mutex<Vec<(usize, Thread)>>; SHARDS],
+}
+
+impl BlockedSet {
+    pub(crate) fn new() -> Self {
+        BlockedSet {
+            shards: std::array::from_fn(|_| Mutex::new(Vec::new())),
+        }
+    }
+
+    fn shard(&self, task: usize) -> &Mutex<Vec<(usize, Thread)>> {
+        &self.shards[(task >> 6) % SHARDS]
+    }
+
+    /// Registers the current thread as blocked for `task`.
+    pub(crate) fn register(&self, task: usize) {
+        self.shard(task)
+            .lock()
+            .unwrap()
+            .push((task, thread::current()));
+    }
+
+    /// Removes one registration of the current thread for `task`.
+    pub(crate) fn unregister(&self, task: usize) {
+        let me = thread::current().id();
+        let mut v = self.shard(task).lock().unwrap();
+        if let Some(i) = v.iter().position(|(t, th)| *t == task && th.id() == me) {
+            v.swap_remove(i);
+        }
+    }
+
+    /// Unparks every thread registered for `task`. Call after setting `CANCELLED`.
+    pub(crate) fn wake(&self, task: usize) {
+        for (t, th) in self.shard(task).lock().unwrap().iter() {
+            if *t == task {
+                th.unpark();
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+fn blocked() -> &'static BlockedSet {
+    static SET: std::sync::OnceLock<BlockedSet> = std::sync::OnceLock::new();
+    SET.get_or_init(BlockedSet::new)
+}
+
+/// Wakes the threads blocked on behalf of `task` (which was just marked `CANCELLED`).
+#[cold]
+pub(crate) fn wake_blocked(task: NonNull<Header>) {
+    #[cfg(not(loom))]
+    blocked().wake(task.as_ptr() as usize);
+    #[cfg(loom)]
+    let _ = task;
+}
+
+/// A blocking call's registration: while it lives, cancelling the current synchronous task
+/// unparks this thread. Check [`Watch::cancelled`] after registering and after every wake-up.
+pub(crate) struct Watch {
+    task: NonNull<Header>,
+}
+
+impl Watch {
+    /// Registers this thread, if it runs a synchronous task; `None` otherwise (nothing can
+    /// cancel a plain thread's blocking call).
+    #[cold]
+    pub(crate) fn new() -> Option<Watch> {
+        let task = current()?;
+        #[cfg(not(loom))]
+        blocked().register(task.as_ptr() as usize);
+        Some(Watch { task })
+    }
+
+    /// Whether the task was cancelled.
+    #[inline]
+    pub(crate) fn cancelled(&self) -> bool {
+        // SAFETY: the header is live while its body runs, and the watch lives inside the body.
+        unsafe { self.task.as_ref() }.state.is_cancelled()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        blocked().unregister(self.task.as_ptr() as usize);
+    }
+}

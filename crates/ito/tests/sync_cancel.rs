@@ -30,6 +30,16 @@ fn cancel_blocked<T: Send + 'static>(
         .expect("the blocked call returned")
 }
 
+/// Cancels `task` (its only handle) and waits until it has completed as cancelled.
+fn cancel_and_confirm<T: Clone + Send + Sync + 'static>(task: ito::Future<T>) {
+    let watcher = task.map(|_| ());
+    assert!(task.cancel());
+    assert_eq!(
+        watcher.wait_timeout(LONG).unwrap(),
+        Err(ito::Failure::Cancelled)
+    );
+}
+
 #[test]
 fn cancelled_acquire_blocking_leaves_the_queue() {
     let rt = rt(2);
@@ -102,13 +112,8 @@ fn cancelled_async_acquire_leaves_the_queue() {
         queued.send(()).unwrap();
         acquire.await.is_ok()
     });
-    let watcher = task.map(|_| ());
     is_queued.recv_timeout(LONG).unwrap();
-    assert!(task.cancel());
-    assert_eq!(
-        watcher.wait_timeout(LONG).unwrap(),
-        Err(ito::Failure::Cancelled)
-    );
+    cancel_and_confirm(task);
     let s = sem.clone();
     let next = rt.spawn(async move { s.acquire().await.map(|p| p.forget()).is_ok() });
     sem.add_permits(1);
@@ -130,12 +135,7 @@ fn cancelled_queued_pool_task_leaves_the_queue() {
         (first, queued)
     });
     assert_eq!(pool.queued(), 1);
-    let watcher = queued.map(|s| s.len());
-    assert!(queued.cancel());
-    assert_eq!(
-        watcher.wait_timeout(LONG).unwrap(),
-        Err(ito::Failure::Cancelled)
-    );
+    cancel_and_confirm(queued);
     assert_eq!(pool.queued(), 0);
     let after = rt.block_on(async { pool.spawn(async { "ran" }) });
     gate.success(()).unwrap();
@@ -157,12 +157,7 @@ fn cancelled_running_pool_task_frees_its_slot() {
         })
     });
     is_started.recv_timeout(LONG).unwrap();
-    let watcher = running.map(|()| ());
-    assert!(running.cancel());
-    assert_eq!(
-        watcher.wait_timeout(LONG).unwrap(),
-        Err(ito::Failure::Cancelled)
-    );
+    cancel_and_confirm(running);
     let next = rt.block_on(async { pool.spawn(async { 5 }) });
     assert_eq!(get(&next), 5);
 }

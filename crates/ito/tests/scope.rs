@@ -367,3 +367,25 @@ fn cancellation_tokens_reach_every_descendant() {
     assert!(grand.iter().all(CancellationToken::is_cancelled));
     assert_eq!(root.child_token().cancelled().wait(), Ok(()));
 }
+
+#[test]
+fn cancelling_the_scope_token_cancels_the_scope() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let r = ito::scope_fn(|s| {
+        for _ in 0..3 {
+            let d = DropCount(d.clone());
+            s.spawn(async move {
+                let _d = d;
+                Future::<()>::never().await
+            });
+        }
+        let token = s.token().clone();
+        s.spawn_fn(move || token.cancel());
+        "done"
+    });
+    // The children were cancelled (otherwise the scope would wait forever), and cancelled
+    // children are not failures.
+    assert_eq!(r.unwrap(), "done");
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+}

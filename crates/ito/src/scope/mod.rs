@@ -182,7 +182,7 @@ struct ScopeShared {
 
 impl ScopeShared {
     fn new(supervised: bool) -> Arc<ScopeShared> {
-        Arc::new(ScopeShared {
+        let shared = Arc::new(ScopeShared {
             runtime: crate::runtime::current(),
             supervised,
             token: CancellationToken::new(),
@@ -194,7 +194,16 @@ impl ScopeShared {
                 failures: Vec::new(),
                 cancelling: false,
             }),
-        })
+        });
+        // Cancelling the token (`s.token().cancel()`) is cancelling the scope. Weak: the
+        // token (inside the scope) must not keep the scope alive.
+        let weak = Arc::downgrade(&shared);
+        shared.token.cancelled().on_complete(move |r| {
+            if let (Ok(()), Some(s)) = (r, weak.upgrade()) {
+                s.cancel();
+            }
+        });
+        shared
     }
 
     /// Drops one pending unit; the last one completes `done`.
@@ -234,7 +243,9 @@ impl ScopeShared {
             let mut c = self.children.lock().unwrap();
             removed = c.live.remove(&id);
             match failure {
-                Some(Failure::Cancelled) if c.cancelling => false,
+                // The token is checked too: a child tracked after the token was cancelled
+                // directly, but before its callback set `cancelling`, is aborted by `track`.
+                Some(Failure::Cancelled) if c.cancelling || self.token.is_cancelled() => false,
                 Some(f) => {
                     c.failures.push(f.clone());
                     !self.supervised && c.failures.len() == 1
@@ -250,9 +261,13 @@ impl ScopeShared {
     }
 
     /// Cancels every child (and the token); children spawned later are cancelled at once.
+    /// Only the first call does anything (the token's callback calls it again).
     fn cancel(&self) {
         let live: Vec<ChildRef> = {
             let mut c = self.children.lock().unwrap();
+            if c.cancelling {
+                return;
+            }
             c.cancelling = true;
             c.live.values().cloned().collect()
         };
@@ -405,6 +420,7 @@ impl<'scope> Scope<'scope, '_> {
 
     /// The scope's cancellation token: cancelled when the scope cancels its children, so
     /// children can check it (or a [`CancellationToken::child_token`] of it) cooperatively.
+    /// Cancelling it cancels the scope, as [`Scope::cancel`] does.
     ///
     /// ```
     /// ito::scope_fn(|s| {

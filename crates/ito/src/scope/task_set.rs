@@ -180,22 +180,25 @@ impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
     /// assert_eq!(set.join_next_blocking(), Some(Err(ito::Failure::Cancelled)));
     /// ```
     pub fn cancel_all(&self) {
-        let live: Vec<ChildRef> = self.shared.lock().unwrap().live.values().cloned().collect();
-        for c in &live {
-            c.abort();
-        }
+        abort_live(&self.shared);
+    }
+}
+
+/// Cancels the set's running tasks; they are taken out under the lock and cancelled outside
+/// it (a poisoned lock means a bug already reported; there is nothing left to cancel then).
+fn abort_live<T>(shared: &Mutex<SetState<T>>) {
+    let live: Vec<ChildRef> = match shared.lock() {
+        Ok(s) => s.live.values().cloned().collect(),
+        Err(_) => return,
+    };
+    for c in &live {
+        c.abort();
     }
 }
 
 impl<T> Drop for TaskSet<T> {
     fn drop(&mut self) {
-        let live: Vec<ChildRef> = match self.shared.lock() {
-            Ok(s) => s.live.values().cloned().collect(),
-            Err(_) => return,
-        };
-        for c in &live {
-            c.abort();
-        }
+        abort_live(&self.shared);
     }
 }
 

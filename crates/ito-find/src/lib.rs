@@ -42,11 +42,7 @@ mod output;
 pub mod reference;
 mod report;
 mod search;
-mod sync;
 mod walk;
-
-#[cfg(all(test, loom))]
-mod tests;
 
 pub use config::Config;
 pub use kind::{FileKind, TypeFilter};

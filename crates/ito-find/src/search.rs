@@ -220,12 +220,11 @@ impl Search {
             }
         };
         let permits = c.permits.unwrap_or(4 * c.workers);
-        let w = Arc::clone(walker);
-        let finished = par::run(&rt, permits, roots, move |job, sp| w.task(job, sp));
-        if finished.panicked {
-            walker
-                .report
-                .error_message("internal error: a search task panicked; the search was stopped");
+        let finished = par::run(&rt, permits, roots, |job, sp| walker.task(job, sp));
+        if let Some(msg) = finished.panic {
+            walker.report.error_message(&format!(
+                "internal error: a search task panicked ({msg}); the search was stopped"
+            ));
         }
     }
 }

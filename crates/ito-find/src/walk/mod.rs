@@ -14,7 +14,6 @@
 pub(crate) mod dirfd;
 pub(crate) mod job;
 pub(crate) mod par;
-pub(crate) mod tally;
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -109,7 +108,7 @@ impl Walker {
 
     /// One task: reads `job`'s directory and everything below it that it does not hand to
     /// other tasks.
-    pub(crate) fn task(&self, job: DirJob, sp: &Spawner<'_, DirJob>) {
+    pub(crate) fn task(&self, job: DirJob, sp: &Spawner<'_, '_, DirJob>) {
         let mut batch = Batch::default();
         let mut dents = DENTS
             .take()
@@ -145,7 +144,7 @@ impl Walker {
     fn read_dir(
         &self,
         mut job: DirJob,
-        sp: &Spawner<'_, DirJob>,
+        sp: &Spawner<'_, '_, DirJob>,
         stack: &mut VecDeque<DirJob>,
         batch: &mut Batch,
         dents: &mut [MaybeUninit<u8>],

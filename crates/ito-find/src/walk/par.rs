@@ -1,191 +1,174 @@
-//! The parallel skeleton of the walk, behind a narrow interface: [`run`] starts one task per
-//! root, the body [`offer`](Spawner::offer)s each subdirectory to a new task, the first match
-//! [`cancel`](Spawner::cancel)s the rest, and [`run`] returns when the last task has ended.
+//! The parallel skeleton of the walk: [`run`] opens an [`ito::scope_fn`] with one child task
+//! per root, the body [`offer`](Spawner::offer)s each subdirectory to a new child of the same
+//! scope, the first match (or a closed stdout, or `--max-results`) [`cancel`](Spawner::cancel)s
+//! the scope, and [`run`] returns when the scope has ended, that is when every child has.
 //!
-//! This is document 002's program on ito: `withAsync` per directory becomes one ito task per
-//! directory; the `NBSem` bounding them becomes [`Tally::try_acquire`] (no permit: the caller
-//! walks the directory itself); the async's cancellation of its children becomes the stop
-//! flag every task reads before each directory and between entries.
+//! This is document 002's program on ito, piece by piece:
 //!
-//! Today it is built from what ito has: `spawn_fn` on the runtime, an in-flight count and a
-//! [`Promise`] completed by the last task out, and a permit counter. The two places marked
-//! `SWAP:` are where `ito::scope` (the count and the promise) and
-//! `ito::sync::Semaphore::try_acquire` (the permits) go once they land; nothing outside this
-//! module changes then.
+//! | document 002 (Haskell)          | here                                                   |
+//! |---------------------------------|--------------------------------------------------------|
+//! | `withAsync` per directory       | [`Scope::spawn_fn`] per offered directory               |
+//! | `NBSem` (`tryWaitNBSem`)        | [`Semaphore::try_acquire`]: no permit, walk it yourself |
+//! | the permit given back on exit   | the [`SemaphorePermit`] moves into the child and drops with it |
+//! | cancelling the children (`cancel`) | [`Scope::cancel`]: queued children never start, running ones stop at their next check |
+//! | waiting for the children        | leaving [`ito::scope_fn`]                              |
+//!
+//! A cancelled child that has not started is dropped unrun (its permit goes back); a running
+//! one is a synchronous task that never blocks, so it polls [`Spawner::is_cancelled`] (the
+//! scope's token) before each directory and between entries. A child that panics fails the
+//! scope, which cancels its siblings; [`run`] reports the panic's message.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use ito::sync::{Semaphore, SemaphorePermit};
+use ito::{Failure, Runtime, Scope};
 
-use ito::{Promise, Runtime};
+/// What the body does with one job: the walk of one directory and of whatever it keeps.
+type Body<'a, J> = dyn for<'scope, 'env> Fn(J, &Spawner<'scope, 'env, J>) + Sync + 'a;
 
-use super::tally::{Leave, Tally};
-
-/// What the body does with one job.
-type Body<J> = dyn Fn(J, &Spawner<'_, J>) + Send + Sync;
-
-/// Shared by every task of one walk.
-struct Shared<J: Send + 'static> {
-    tally: Tally,
-    /// Completed by the last task out.
-    done: Promise<()>,
-    /// A task body panicked (the walk was cancelled).
-    panicked: AtomicBool,
-    body: Box<Body<J>>,
+/// The handle a task body uses to fork work and to stop the walk. `Copy`: each child gets
+/// its own.
+pub(crate) struct Spawner<'scope, 'env: 'scope, J> {
+    scope: &'scope Scope<'scope, 'env>,
+    permits: &'env Semaphore,
+    body: &'env Body<'env, J>,
 }
 
-/// The handle a task body uses to fork work and to stop the walk.
-pub(crate) struct Spawner<'a, J: Send + 'static> {
-    shared: &'a Arc<Shared<J>>,
+impl<J> Clone for Spawner<'_, '_, J> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
+impl<J> Copy for Spawner<'_, '_, J> {}
 
 /// How a walk ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub(crate) struct Finished {
-    /// Whether a task body panicked (the panic was contained and the walk cancelled).
-    pub(crate) panicked: bool,
+    /// The message of a task body's panic, if one panicked (the panic was contained and the
+    /// walk cancelled).
+    pub(crate) panic: Option<String>,
 }
 
-/// Runs `body` on every root, each in its own task on `rt`, and on everything the bodies
-/// [`offer`](Spawner::offer); at most `permits` offered jobs get tasks of their own at once.
-/// Returns when every task has ended.
+/// Runs `body` on every root, each in a child task of one scope on `rt`, and on everything
+/// the bodies [`offer`](Spawner::offer); at most `permits` offered jobs have tasks of their
+/// own at once. Returns when every task has ended.
 pub(crate) fn run<J, F>(rt: &Runtime, permits: usize, roots: Vec<J>, body: F) -> Finished
 where
-    J: Send + 'static,
-    F: Fn(J, &Spawner<'_, J>) + Send + Sync + 'static,
+    J: Send,
+    F: for<'scope, 'env> Fn(J, &Spawner<'scope, 'env, J>) + Sync,
 {
     if roots.is_empty() {
-        return Finished { panicked: false };
+        return Finished { panic: None };
     }
-    // SWAP: `ito::scope(|s| ...)` replaces `in_flight` and `done`: the roots become
-    // `s.spawn(..)`, `Spawner::offer` spawns into the same scope, `Spawner::cancel` becomes
-    // `s.cancel()`, and leaving the scope is the wait below.
-    let shared = Arc::new(Shared {
-        tally: Tally::new(permits, roots.len()),
-        done: Promise::new(),
-        panicked: AtomicBool::new(false),
-        body: Box::new(body),
+    let permits = Semaphore::new(permits);
+    let body: &Body<'_, J> = &body;
+    let permits = &permits;
+    // On a worker of `rt`, so that the scope's children are `rt`'s tasks; the scope's wait
+    // helps run them.
+    let ended = rt.install(move || {
+        ito::scope_fn(|scope| {
+            let sp = Spawner {
+                scope,
+                permits,
+                body,
+            };
+            for job in roots {
+                scope.spawn_fn(move || sp.run(job, None));
+            }
+        })
     });
-    let done = shared.done.future();
-    for job in roots {
-        let task = Task::new(Arc::clone(&shared), job, false);
-        drop(rt.spawn_fn(move || task.run()));
-    }
-    // The last task out completes `done`, and a task dropped unrun leaves too (see `Task`),
-    // so this cannot hang; nor can it fail, since every `Task` holds the promise until it
-    // has left.
-    let _ = done.wait();
-    // A panicking task sets the flag before it leaves; the last task's Acquire fence and the
-    // promise's completion order that store before this load.
     Finished {
-        panicked: shared.panicked.load(Ordering::Relaxed),
+        panic: ended.err().map(|e| match e.first() {
+            Failure::Panic(msg) => msg.to_string(),
+            other => other.to_string(),
+        }),
     }
 }
 
-impl<J: Send + 'static> Spawner<'_, J> {
+impl<'scope, 'env, J: Send> Spawner<'scope, 'env, J> {
     /// Gives `job` a task of its own if a permit is free; otherwise hands it back, for the
     /// caller to do it itself (document 002: no permit, recurse inline).
     #[inline]
     pub(crate) fn offer(&self, job: J) -> Result<(), J> {
-        // SWAP: `ito::sync::Semaphore::try_acquire` (its permit travels with the task and
-        // is given back when the task ends) replaces `Tally::try_acquire` / `release`.
-        if !self.shared.tally.try_acquire() {
+        let Ok(permit) = self.permits.try_acquire() else {
             return Err(job);
-        }
-        self.shared.tally.enter();
-        let task = Task::new(Arc::clone(self.shared), job, true);
-        drop(ito::spawn_fn(move || task.run()));
+        };
+        let sp = *self;
+        self.scope.spawn_fn(move || sp.run(job, Some(permit)));
         Ok(())
     }
 
-    /// Stops the walk: every task ends at its next check.
+    /// One child task. `_permit` is held until the body returns (or the task is dropped
+    /// unrun, cancelled).
+    fn run(self, job: J, _permit: Option<SemaphorePermit<'env>>) {
+        if !self.is_cancelled() {
+            (self.body)(job, &self);
+        }
+    }
+
+    /// Stops the walk: children not started never start, running ones end at their next
+    /// check.
     #[cold]
     pub(crate) fn cancel(&self) {
-        self.shared.tally.cancel();
+        self.scope.cancel();
     }
 
     /// Whether the walk was stopped.
     #[inline]
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.shared.tally.is_cancelled()
+        self.scope.token().is_cancelled()
     }
 }
 
-/// One task: its job and its place in the count. Dropping it, run or not, ends the task: it
-/// gives its permit back and leaves, and the last one out completes the walk. So a task the
-/// runtime drops unrun (at shutdown) cannot leave [`run`] waiting forever.
-struct Task<J: Send + 'static> {
-    shared: Arc<Shared<J>>,
-    job: Option<J>,
-    permit: bool,
-}
-
-impl<J: Send + 'static> Task<J> {
-    fn new(shared: Arc<Shared<J>>, job: J, permit: bool) -> Self {
-        Task {
-            shared,
-            job: Some(job),
-            permit,
-        }
-    }
-
-    fn run(mut self) {
-        if let Some(job) = self.job.take() {
-            if !self.shared.tally.is_cancelled() {
-                let spawner = Spawner {
-                    shared: &self.shared,
-                };
-                (self.shared.body)(job, &spawner);
-            }
-        }
-    }
-}
-
-impl<J: Send + 'static> Drop for Task<J> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.shared.panicked.store(true, Ordering::Relaxed);
-            self.shared.tally.cancel();
-        }
-        if self.permit {
-            self.shared.tally.release();
-        }
-        if self.shared.tally.leave() == Leave::Last {
-            self.shared.done.try_success(());
-        }
-    }
-}
-
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn runtime() -> Runtime {
         Runtime::builder().workers(2).build().unwrap()
     }
 
     /// A binary tree of jobs of depth `d`: every job's body runs exactly once, whether it got
-    /// a task of its own or was run inline.
+    /// a task of its own or was run inline; and no more than `permits` offered jobs ran at
+    /// once (a high-water mark).
     fn tree(depth: u32, permits: usize) -> usize {
-        fn visit(d: u32, sp: &Spawner<'_, u32>, runs: &AtomicUsize) {
-            runs.fetch_add(1, Ordering::Relaxed);
+        struct Count {
+            runs: AtomicUsize,
+            live: AtomicUsize,
+            high: AtomicUsize,
+        }
+        fn visit(d: u32, sp: &Spawner<'_, '_, (u32, bool)>, c: &Count) {
+            c.runs.fetch_add(1, Ordering::Relaxed);
             if d == 0 {
                 return;
             }
             for _ in 0..2 {
-                if let Err(d) = sp.offer(d - 1) {
-                    visit(d, sp, runs);
+                if let Err((d, _)) = sp.offer((d - 1, true)) {
+                    visit(d, sp, c);
                 }
             }
         }
-        let runs = Arc::new(AtomicUsize::new(0));
-        let r = Arc::clone(&runs);
-        let f = run(&runtime(), permits, vec![depth], move |d, sp| {
-            visit(d, sp, &r)
+        let c = Count {
+            runs: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
+            high: AtomicUsize::new(0),
+        };
+        let f = run(&runtime(), permits, vec![(depth, false)], |(d, own), sp| {
+            if own {
+                let now = c.live.fetch_add(1, Ordering::SeqCst) + 1;
+                c.high.fetch_max(now, Ordering::SeqCst);
+            }
+            visit(d, sp, &c);
+            if own {
+                c.live.fetch_sub(1, Ordering::SeqCst);
+            }
         });
-        assert!(!f.panicked);
-        runs.load(Ordering::Relaxed)
+        assert_eq!(f.panic, None);
+        assert!(
+            c.high.load(Ordering::SeqCst) <= permits,
+            "permits {permits}"
+        );
+        c.runs.load(Ordering::Relaxed)
     }
 
     #[test]
@@ -196,37 +179,60 @@ mod tests {
     }
 
     #[test]
-    fn a_panicking_task_still_leaves_and_is_reported() {
+    fn a_panicking_task_is_reported_with_its_message() {
         let f = run(&runtime(), 4, vec![0u32, 1, 2], |j, _| {
             assert_ne!(j, 1, "task 1 fails");
         });
-        assert!(f.panicked);
+        let msg = f.panic.expect("the panic is reported");
+        assert!(msg.contains("task 1 fails"), "{msg}");
     }
 
     #[test]
     fn cancel_stops_tasks_before_their_body() {
         // One worker: the offered tasks cannot start before the first one returns, by
-        // which time the walk is cancelled, so none of their bodies runs.
-        let bodies = Arc::new(AtomicUsize::new(0));
-        let b = Arc::clone(&bodies);
+        // which time the walk is cancelled, so none of their bodies runs; and every permit
+        // comes back with the tasks dropped unrun.
+        let bodies = AtomicUsize::new(0);
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let f = run(&rt, 1000, vec![true], move |first, sp| {
-            b.fetch_add(1, Ordering::Relaxed);
+        let sem_seen = AtomicUsize::new(usize::MAX);
+        let f = run(&rt, 1000, vec![true], |first, sp| {
+            bodies.fetch_add(1, Ordering::Relaxed);
             if first {
                 for _ in 0..100 {
                     assert!(sp.offer(false).is_ok());
                 }
+                sem_seen.store(sp.permits.available_permits(), Ordering::Relaxed);
                 sp.cancel();
                 assert!(sp.is_cancelled());
             }
         });
-        assert!(!f.panicked);
+        assert_eq!(f.panic, None);
         assert_eq!(bodies.load(Ordering::Relaxed), 1);
+        assert_eq!(sem_seen.load(Ordering::Relaxed), 900);
+    }
+
+    #[test]
+    fn borrowed_state_is_shared_by_every_task() {
+        // The body borrows from the caller's frame (the scope makes that sound).
+        fn step(n: u32, sp: &Spawner<'_, '_, u32>, seen: &std::sync::Mutex<Vec<u32>>) {
+            seen.lock().unwrap().push(n);
+            if n < 20 {
+                if let Err(n) = sp.offer(n + 1) {
+                    step(n, sp, seen);
+                }
+            }
+        }
+        let seen = std::sync::Mutex::new(Vec::new());
+        let f = run(&runtime(), 2, vec![0u32], |n, sp| step(n, sp, &seen));
+        assert_eq!(f.panic, None);
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..=20).collect::<Vec<_>>());
     }
 
     #[test]
     fn no_roots_is_an_empty_walk() {
         let f = run(&runtime(), 1, Vec::<u8>::new(), |_, _| unreachable!());
-        assert!(!f.panicked);
+        assert_eq!(f.panic, None);
     }
 }

@@ -285,3 +285,31 @@ fn deferred_callbacks_may_hold_the_last_reference() {
     drop(first);
     assert_eq!(get(&last), Ok(59));
 }
+
+/// A clone of an async scope's `Scope` kept past the scope's end could still spawn: the child
+/// ran detached, tracked by a scope nobody waited for. Now it is cancelled at once and its
+/// body never runs.
+#[test]
+fn a_scope_clone_spawning_after_the_scope_ended_is_cancelled() {
+    let kept = std::sync::Mutex::new(None);
+    let k = &kept;
+    let r = ito::block_on(ito::scope(|s| async move {
+        *k.lock().unwrap() = Some(s.clone());
+        s.spawn(async { 1 }).await
+    }));
+    assert_eq!(r.unwrap(), Ok(1));
+    let scope = kept.lock().unwrap().take().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let late: Vec<_> = (0..10)
+        .map(|_| {
+            let ran = ran.clone();
+            scope.spawn_fn(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    for f in late {
+        assert_eq!(get(&f), Err(ito::Failure::Cancelled));
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}

@@ -213,9 +213,26 @@ impl ScopeShared {
         }
     }
 
-    /// Tracks a freshly spawned child until it completes.
+    /// Takes a pending unit for a child about to be spawned; `false` (and no unit) if the
+    /// scope has ended or is cancelled: the child must then not be spawned at all.
+    ///
+    /// Zero pending units means the scope has ended: only a clone of an async scope's `Scope`
+    /// can still spawn then, and a scope never gains children after it ended (they would run
+    /// detached, waited for by nobody).
+    fn enter(&self) -> bool {
+        if self.token.is_cancelled() {
+            return false;
+        }
+        if self.pending.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.release(); // back to zero; `done` is already complete
+            return false;
+        }
+        true
+    }
+
+    /// Tracks a freshly spawned child (whose unit [`enter`](Self::enter) took) until it
+    /// completes.
     fn track<T: Send + Sync + 'static>(self: &Arc<Self>, child: &Future<T>) {
-        self.pending.fetch_add(1, Ordering::AcqRel);
         let (id, cancelling) = {
             let mut c = self.children.lock().unwrap();
             let id = c.next_id;
@@ -365,6 +382,9 @@ impl<'scope> Scope<'scope, '_> {
         F: StdFuture + Send + 'scope,
         F::Output: Send + Sync + 'static,
     {
+        if !self.shared.enter() {
+            return Future::failed(Failure::Cancelled);
+        }
         let boxed: Pin<Box<dyn StdFuture<Output = F::Output> + Send + 'scope>> = Box::pin(fut);
         // SAFETY: only the lifetime changes. The scope does not end (a `scope_fn` does not
         // return; a `'static` scope has nothing to outlive) before this task's cell completes,
@@ -394,6 +414,9 @@ impl<'scope> Scope<'scope, '_> {
         F: FnOnce() -> T + Send + 'scope,
         T: Send + Sync + 'static,
     {
+        if !self.shared.enter() {
+            return Future::failed(Failure::Cancelled);
+        }
         let boxed: Box<dyn FnOnce() -> T + Send + 'scope> = Box::new(f);
         // SAFETY: as in `spawn`: the closure is consumed before its task's cell completes,
         // and the scope outlives that completion.
@@ -403,8 +426,9 @@ impl<'scope> Scope<'scope, '_> {
         child
     }
 
-    /// Cancels every child, running or not, and every child spawned from now on. The
-    /// cancelled children are not failures.
+    /// Cancels every child, running or not; a child spawned from now on is not started (its
+    /// future fails with [`Failure::Cancelled`] at once). The cancelled children are not
+    /// failures.
     ///
     /// ```
     /// let r = ito::scope_fn(|s| {
@@ -434,6 +458,21 @@ impl<'scope> Scope<'scope, '_> {
     }
 }
 
+/// An async scope's handle can be cloned into its children, so that they spawn siblings. A
+/// child spawned through a clone after the scope has ended is not spawned: its future fails
+/// with [`Failure::Cancelled`] at once; a scope never gains children after it ended.
+///
+/// ```
+/// let kept = std::sync::Mutex::new(None);
+/// let k = &kept;
+/// let r = ito::block_on(ito::scope(|s| async move {
+///     *k.lock().unwrap() = Some(s.clone());
+///     s.spawn(async { 1 }).await
+/// }));
+/// assert_eq!(r.unwrap(), Ok(1));
+/// let late = kept.lock().unwrap().take().unwrap().spawn(async { 2 });
+/// assert_eq!(late.wait(), Err(ito::Failure::Cancelled));
+/// ```
 impl Clone for Scope<'static, 'static> {
     fn clone(&self) -> Self {
         Scope {

@@ -49,7 +49,6 @@ impl Environment {
     /// `nproc` where the record lacks them), and `schema_error` if it does not match its
     /// experiment's schema.
     pub(crate) fn annotate(&self, mut rec: Value, doc: Doc) -> Value {
-        let problem = schema::check(&rec).err();
         if let Some(obj) = rec.as_object_mut() {
             obj.insert("doc".into(), Value::from(doc.id()));
             obj.entry("commit")
@@ -62,7 +61,9 @@ impl Environment {
             if let Some(load) = load_average() {
                 obj.insert("loadavg".into(), Value::from(load));
             }
-            if let Some(p) = problem {
+        }
+        if let Err(p) = schema::check(&rec) {
+            if let Some(obj) = rec.as_object_mut() {
                 obj.insert("schema_error".into(), Value::from(p));
             }
         }

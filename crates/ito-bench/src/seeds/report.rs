@@ -358,6 +358,19 @@ fn doc_notes(md: &mut String, doc: Doc, records: &[Value]) {
                 );
             }
         }
+        Doc::D002 => {
+            if let Some(r) = of("find").next() {
+                let _ = writeln!(
+                    md,
+                    "The tree: `{}`, {} entries, made by `ito-bench find-tree` (warm cache: one \
+                     unmeasured round first). Other processes kept {} cores busy on average \
+                     during the measurement.\n",
+                    str_of(r, "tree").unwrap_or("?"),
+                    r.get("entries").and_then(Value::as_u64).unwrap_or(0),
+                    num(r, "other_cores").map_or("?".to_owned(), |c| format!("{c:.2}"))
+                );
+            }
+        }
         Doc::D004 => {
             let phil: Vec<&Value> = of("futures")
                 .filter(|r| str_of(r, "bench") == Some("philosophers"))

@@ -236,6 +236,7 @@ fn run_plan(
         elapsed.as_secs_f64(),
         out.display()
     );
+    write_steps(&steps, elapsed.as_secs_f64(), out)?;
     render(&all, out, Some((&steps, elapsed.as_secs_f64())))?;
     eprintln!("seeds: report: {}", out.join("report.md").display());
     let ito_failed: Vec<&StepSummary> = steps.iter().filter(|s| s.ito_failed).collect();
@@ -267,8 +268,8 @@ fn progress_bar(plan: &Plan) -> ProgressBar {
     bar
 }
 
-/// What the report says about one step.
-#[derive(Clone, Debug)]
+/// What the report says about one step (a line of `steps.jsonl`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct StepSummary {
     /// The step's label.
     pub(crate) label: String,
@@ -330,6 +331,35 @@ fn check_command(file: &Path) -> ExitCode {
     }
 }
 
+/// Writes `steps.jsonl`: one line per step, then `{"total_seconds": S}`, so that `--from`
+/// can show the steps again.
+fn write_steps(steps: &[StepSummary], seconds: f64, out: &Path) -> Result<(), String> {
+    let mut text = String::new();
+    for s in steps {
+        text.push_str(&serde_json::to_string(s).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    text.push_str(&serde_json::json!({ "total_seconds": seconds }).to_string());
+    text.push('\n');
+    let path = out.join("steps.jsonl");
+    fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Reads the `steps.jsonl` beside a results.jsonl, if there is one.
+fn read_steps(results: &Path) -> Option<(Vec<StepSummary>, f64)> {
+    let text = fs::read_to_string(results.with_file_name("steps.jsonl")).ok()?;
+    let mut steps = Vec::new();
+    let mut total = None;
+    for line in text.lines() {
+        if let Ok(s) = serde_json::from_str::<StepSummary>(line) {
+            steps.push(s);
+        } else if let Ok(v) = serde_json::from_str::<Value>(line) {
+            total = v.get("total_seconds").and_then(Value::as_f64);
+        }
+    }
+    Some((steps, total?))
+}
+
 /// `--from`: reads a results.jsonl and writes the CSVs, plots and report beside it (or to
 /// `out`).
 fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
@@ -360,7 +390,12 @@ fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
     if let Err(e) = fs::create_dir_all(&out) {
         return crate::usage_error(&format!("cannot create {}: {e}", out.display()));
     }
-    match render(&records, &out, None) {
+    let steps = read_steps(from);
+    match render(
+        &records,
+        &out,
+        steps.as_ref().map(|(s, t)| (s.as_slice(), *t)),
+    ) {
         Ok(()) => {
             eprintln!("seeds: report: {}", out.join("report.md").display());
             ExitCode::SUCCESS

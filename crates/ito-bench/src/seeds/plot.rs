@@ -158,7 +158,7 @@ fn y_range(vals: impl Iterator<Item = f64>, log: bool) -> Range<f64> {
         return if log { 0.1..10.0 } else { 0.0..1.0 };
     }
     if log {
-        (lo / 3.0)..(hi * 6.0)
+        (lo / 8.0)..(hi * 6.0)
     } else {
         0.0..(hi * 1.35).max(f64::MIN_POSITIVE)
     }
@@ -170,14 +170,13 @@ fn fib(a: &Analysis, path: &Path) -> Result<bool, String> {
     let Some(g) = a.group(FIB_ALL) else {
         return Ok(false);
     };
-    let cutoffs: Vec<f64> = g.configs.iter().filter_map(|c| c.parse().ok()).collect();
-    let (xlo, xhi) = cutoffs
+    let cutoffs: Vec<f64> = g
+        .configs
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &c| {
-            (l.min(c), h.max(c))
-        });
-    let rates = values(g).map(|s| 1.0 / s);
-    let yr = y_range(rates, true);
+        .map(|c| c.parse().unwrap_or(f64::NAN))
+        .collect();
+    let (xlo, xhi) = min_max(&cutoffs);
+    let yr = y_range(values(g).map(|s| 1.0 / s), true);
     let root = SVGBackend::new(path, (1000, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
@@ -199,74 +198,9 @@ fn fib(a: &Analysis, path: &Path) -> Result<bool, String> {
         .y_label_formatter(&|v| format_num(*v))
         .draw()
         .map_err(err)?;
-    let bottom = yr.start * 1.3;
-    let mut any_failed = false;
-    for (i, s) in g.series.iter().enumerate() {
-        let c = color(i);
-        let pts: Vec<(f64, f64)> = g
-            .configs
-            .iter()
-            .zip(&g.cells[i])
-            .filter_map(|(cfg, cell)| Some((cfg.parse().ok()?, 1.0 / cell.value()?)))
-            .collect();
-        let style = if s.starts_with("ito") {
-            c.stroke_width(3)
-        } else {
-            c.stroke_width(2)
-        };
-        chart
-            .draw_series(LineSeries::new(pts.clone(), style))
-            .map_err(err)?
-            .label(s.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
-            .map_err(err)?;
-        let fails: Vec<(f64, f64)> = g
-            .configs
-            .iter()
-            .zip(&g.cells[i])
-            .filter(|(_, cell)| cell.failed())
-            .filter_map(|(cfg, _)| Some((cfg.parse().ok()?, bottom)))
-            .collect();
-        any_failed |= !fails.is_empty();
-        chart
-            .draw_series(fails.iter().map(|&p| Cross::new(p, 7, c.stroke_width(3))))
-            .map_err(err)?;
-    }
-    if any_failed {
-        legend_failed(&mut chart)?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    numeric_lines(&mut chart, g, &cutoffs, |s| 1.0 / s, yr.start * 1.3)?;
     root.present().map_err(err)?;
     Ok(true)
-}
-
-/// An empty series whose legend entry explains the X.
-fn legend_failed<
-    DB: DrawingBackend,
-    X: Ranged<ValueType = XV>,
-    Y: Ranged<ValueType = YV>,
-    XV: 'static,
-    YV: 'static,
->(
-    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
-) -> Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .draw_series(std::iter::empty::<Circle<(XV, YV), i32>>())
-        .map_err(|e| format!("plot: {e:?}"))?
-        .label(FAILED_LEGEND)
-        .legend(|(x, y)| Cross::new((x + 10, y), 6, BLACK.stroke_width(3)));
-    Ok(())
 }
 
 /// Document 001's plot: time and peak memory against N, both on log axes.
@@ -283,11 +217,7 @@ fn chain(a: &Analysis, path: &Path) -> Result<bool, String> {
     let areas = root.split_evenly((1, groups.len()));
     for (g, area) in groups.iter().zip(&areas) {
         let ns: Vec<f64> = g.configs.iter().map(|c| parse_count(c)).collect();
-        let (xlo, xhi) = ns
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &c| {
-                (l.min(c), h.max(c))
-            });
+        let (xlo, xhi) = min_max(&ns);
         let yr = y_range(values(g), true);
         let mut chart = ChartBuilder::on(area)
             .caption(format!("{} against N", g.name), ("sans-serif", 18))
@@ -308,52 +238,99 @@ fn chain(a: &Analysis, path: &Path) -> Result<bool, String> {
             .y_label_formatter(&|v| format_num(*v))
             .draw()
             .map_err(err)?;
-        let bottom = yr.start * 1.3;
-        let mut any_failed = false;
-        for (i, s) in g.series.iter().enumerate() {
-            let c = color(i);
-            let pts: Vec<(f64, f64)> = ns
-                .iter()
-                .zip(&g.cells[i])
-                .filter_map(|(&n, cell)| Some((n, cell.value()?)))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(
-                    pts.clone(),
-                    c.stroke_width(if i == 0 { 3 } else { 2 }),
-                ))
-                .map_err(err)?
-                .label(s.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
-                });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                .map_err(err)?;
-            let fails: Vec<(f64, f64)> = ns
-                .iter()
-                .zip(&g.cells[i])
-                .filter(|(_, cell)| cell.failed())
-                .map(|(&n, _)| (n, bottom))
-                .collect();
-            any_failed |= !fails.is_empty();
-            chart
-                .draw_series(fails.iter().map(|&p| Cross::new(p, 7, c.stroke_width(3))))
-                .map_err(err)?;
-        }
-        if any_failed {
-            legend_failed(&mut chart)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        numeric_lines(&mut chart, g, &ns, |v| v, yr.start * 1.3)?;
     }
     root.present().map_err(err)?;
     Ok(true)
+}
+
+/// The smallest and largest finite value of `xs`.
+fn min_max(xs: &[f64]) -> (f64, f64) {
+    xs.iter()
+        .filter(|x| x.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        })
+}
+
+/// One line per series of `g` over a numeric x axis (`xs[i]`: the x of configuration i; `y`
+/// maps a cell's value to the plotted one), an X at `bottom` where a cell failed, and the
+/// legend.
+fn numeric_lines<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    g: &Group,
+    xs: &[f64],
+    y: impl Fn(f64) -> f64,
+    bottom: f64,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let mut any_failed = false;
+    let mut failing = 0;
+    for (i, s) in g.series.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<(f64, f64)> = xs
+            .iter()
+            .zip(&g.cells[i])
+            .filter_map(|(&x, cell)| Some((x, y(cell.value()?))))
+            .filter(|(x, _)| x.is_finite())
+            .collect();
+        let width = if s.starts_with("ito") { 3 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
+            .map_err(err)?
+            .label(s.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+            .map_err(err)?;
+        // Each failing series' Xs on a row of their own (log axis: a factor apart), so that
+        // two series failing at the same x both show.
+        let row = bottom * 1.5f64.powi(failing);
+        let fails: Vec<(f64, f64)> = xs
+            .iter()
+            .zip(&g.cells[i])
+            .filter(|(x, cell)| cell.failed() && x.is_finite())
+            .map(|(&x, _)| (x, row))
+            .collect();
+        failing += i32::from(!fails.is_empty());
+        any_failed |= !fails.is_empty();
+        chart
+            .draw_series(fails.iter().map(|&p| Cross::new(p, 7, c.stroke_width(3))))
+            .map_err(err)?;
+    }
+    finish_legend(chart, any_failed, SeriesLabelPosition::UpperLeft)
+}
+
+/// The legend (with the X's entry when something failed).
+fn finish_legend<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    any_failed: bool,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    X: Ranged,
+    Y: Ranged,
+    X::ValueType: 'static,
+    Y::ValueType: 'static,
+{
+    if any_failed {
+        chart
+            .draw_series(std::iter::empty::<Circle<(X::ValueType, Y::ValueType), i32>>())
+            .map_err(err)?
+            .label(FAILED_LEGEND)
+            .legend(|(x, y)| Cross::new((x + 10, y), 6, BLACK.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    Ok(())
 }
 
 /// How a categorical panel draws its series.
@@ -517,17 +494,7 @@ fn draw_categorical<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
             .draw_series(fails.iter().map(|&p| Cross::new(p, 7, c.stroke_width(3))))
             .map_err(err)?;
     }
-    if any_failed {
-        legend_failed(chart)?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    finish_legend(chart, any_failed, SeriesLabelPosition::UpperRight)
 }
 
 /// `10k` / `1M` / `100` back to a number.

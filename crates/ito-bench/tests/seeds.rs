@@ -139,26 +139,32 @@ fn the_report_of_recorded_results() {
     }
     assert!(report.contains("ito beat every peer that ran: **"));
     // The plot marks the failures and labels its axes with units.
-    let fib = fs::read_to_string(out.join("fib.svg")).unwrap();
-    for text in [
-        "X: failed or timed out",
-        "computations per second (1/s, log scale)",
-        "cutoff",
-        "scala await",
-        "ito wait",
-    ] {
-        assert!(fib.contains(text), "fib.svg shows {text}");
-    }
-    let chain = fs::read_to_string(out.join("chain.svg")).unwrap();
-    for text in [
-        "N, processes in the chain (log scale)",
-        "seconds (log scale)",
-        "MB (peak RSS) (log scale)",
-        "go",
-        "elixir",
-    ] {
-        assert!(chain.contains(text), "chain.svg shows {text}");
-    }
+    let shows = |plot: &str, texts: &[&str]| {
+        let svg = fs::read_to_string(out.join(plot)).unwrap();
+        for text in texts {
+            assert!(svg.contains(text), "{plot} shows {text}");
+        }
+    };
+    shows(
+        "fib.svg",
+        &[
+            "X: failed or timed out",
+            "computations per second (1/s, log scale)",
+            "cutoff",
+            "scala await",
+            "ito wait",
+        ],
+    );
+    shows(
+        "chain.svg",
+        &[
+            "N, processes in the chain (log scale)",
+            "seconds (log scale)",
+            "MB (peak RSS) (log scale)",
+            "go",
+            "elixir",
+        ],
+    );
     // One CSV per experiment, a header and one row per record.
     let csv = fs::read_to_string(out.join("fib.csv")).unwrap();
     assert!(csv.starts_with("experiment,impl,style,n,cutoff,"));

@@ -25,7 +25,7 @@
 //! ([`published`]), ours beside them, the ratio to each peer and whether ito beat every peer.
 //!
 //! `--quick` finishes in under 3 minutes on a 2-core machine; `--smoke` takes seconds (CI);
-//! the default (full) sizes take 15-20 minutes. `--peers built` never builds a peer (no
+//! the default (full) sizes about 10 minutes (608 s measured on 2 loaded cores). `--peers built` never builds a peer (no
 //! download: the Scala peer needs Maven Central the first time), `--peers none` runs none.
 //! Exit status: 0 when every ito measurement succeeded (peers may fail: that is what some
 //! documents show), 1 when one did not or the output could not be written, 2 for bad

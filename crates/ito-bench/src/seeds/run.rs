@@ -7,6 +7,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -62,6 +63,9 @@ pub(crate) struct ChildRun {
     pub(crate) seconds: f64,
 }
 
+/// How long the output is waited for once the child has ended and its group is killed.
+const READER_GRACE: Duration = Duration::from_secs(2);
+
 /// Runs `program args` in a new process group with `stderr` appended to `log`, and kills
 /// the whole group after `timeout` (and, once the child has exited, whatever it left
 /// behind in its group, so that a grandchild holding stdout cannot hang the reader).
@@ -86,11 +90,25 @@ pub(crate) fn run_child(
     let mut child = cmd.spawn()?;
     let pgid = child.id() as i32;
     let mut out = child.stdout.take().expect("stdout is piped");
-    let reader = thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    });
+    // The reader appends as it reads, so that what came before can be taken even if a
+    // process outside the group (a daemon a peer started) keeps the pipe open.
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    {
+        let buf = Arc::clone(&buf);
+        thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = out.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                buf.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(&chunk[..n]);
+            }
+            let _ = done_tx.send(());
+        });
+    }
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
@@ -110,7 +128,9 @@ pub(crate) fn run_child(
     let seconds = start.elapsed().as_secs_f64();
     // Stragglers (a peer script's background job, a grandchild a crashed child left).
     kill_group(pgid);
-    let stdout = reader.join().unwrap_or_default();
+    let _ = done_rx.recv_timeout(READER_GRACE);
+    let stdout =
+        String::from_utf8_lossy(&buf.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     Ok(ChildRun {
         stdout,
         status,
@@ -447,7 +467,15 @@ mod tests {
         while !gone(pid) && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(20));
         }
-        assert!(gone(pid), "the grandchild {pid} was killed with the group");
+        let killed = gone(pid);
+        if !killed {
+            // SAFETY: `kill` has no memory-safety preconditions; `pid` is the sleep this
+            // test started (cleaned up before failing).
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
+        assert!(killed, "the grandchild {pid} was killed with the group");
         // The series failed: its next step is not run, and stands in as failed.
         let next = runner.run(&sh_step(
             "echo never",
@@ -461,6 +489,38 @@ mod tests {
         );
         assert_eq!(next.records[0]["not_run"], Value::Bool(true));
         assert_eq!(next.records[0]["ok"], Value::Bool(false));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_process_outside_the_group_holding_stdout_does_not_hang_the_step() {
+        let dir = temp_dir("escape");
+        let pidfile = dir.join("daemon.pid");
+        // setsid: a new session and group (as a daemon would), out of reach of the kill.
+        let script = format!(
+            "echo '{{\"experiment\":\"x\",\"ok\":true}}'; setsid sleep 1000 & echo $! > {}; exit 0",
+            pidfile.display()
+        );
+        let mut runner = Runner::new(dir.clone(), PeerPolicy::None);
+        let mut step = sh_step(&script, Duration::from_secs(30), None);
+        step.series = None;
+        let start = Instant::now();
+        let res = runner.run(&step);
+        let took = start.elapsed();
+        if let Ok(pid) = fs::read_to_string(&pidfile)
+            .unwrap_or_default()
+            .trim()
+            .parse::<i32>()
+        {
+            // SAFETY: `kill` has no memory-safety preconditions; `pid` is the sleep this
+            // test started.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        assert!(took < Duration::from_secs(15), "the step ended: {took:?}");
+        assert_eq!(res.outcome, Outcome::Ok);
+        assert_eq!(res.records.len(), 1, "the output before the exit was kept");
         let _ = fs::remove_dir_all(&dir);
     }
 

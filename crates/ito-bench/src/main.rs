@@ -20,7 +20,12 @@
 //! ito-bench chain --n N[,N...] [--impl ito,tokio,go,elixir] [--workers W] [--repeat R] [--record]
 //! ito-bench ping-pong --rounds N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
 //! ito-bench fan-in --senders S --messages N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
+//! ito-bench seeds [--quick | --smoke] [--out DIR] [--peers all|built|none] [--only 000,...]
+//!                 [--from RESULTS.jsonl]
 //! ```
+//!
+//! `seeds` (module [`seeds`]) runs all of the above for the five documents, each step a child
+//! process under a timeout, and writes results.jsonl, CSVs, SVG plots and report.md.
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
 //! `futures` (document 004's benchmarks, module [`futures_bench`]) run their impls side by
@@ -40,6 +45,7 @@ mod join;
 mod measure;
 mod messaging;
 mod pool;
+mod seeds;
 mod stm_bank;
 
 use std::path::PathBuf;
@@ -95,6 +101,8 @@ enum Cmd {
     PingPong(messaging::PingPongArgs),
     /// Processes: S senders flood one receiver, against tokio mpsc.
     FanIn(messaging::FanInArgs),
+    /// Every experiment of the five documents against their peers: results, plots, report.
+    Seeds(seeds::SeedsArgs),
 }
 
 /// Arguments of `fib`.
@@ -186,6 +194,7 @@ fn main() -> ExitCode {
         Cmd::Chain(args) => chain::command(&args),
         Cmd::PingPong(args) => messaging::ping_pong_command(&args),
         Cmd::FanIn(args) => messaging::fan_in_command(&args),
+        Cmd::Seeds(args) => seeds::command(&args),
     }
 }
 

@@ -360,7 +360,8 @@ pub(crate) fn csv_row(rec: &Record) -> String {
         .join(",")
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field: quoted (with doubled quotes) when it holds a comma, a quote or a line break.
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

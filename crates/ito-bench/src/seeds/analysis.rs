@@ -1,0 +1,859 @@
+//! From records to tables: for each experiment, the value of every (series, configuration)
+//! cell (the median of its runs), and for each peer the ratio of ito's cost to the peer's.
+
+use serde_json::Value;
+
+use super::plan::Doc;
+use super::schema;
+use crate::measure::median;
+
+/// One cell of a table.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Cell {
+    /// The median of `runs` successful runs.
+    Value {
+        /// The median.
+        value: f64,
+        /// How many runs it is the median of.
+        runs: usize,
+    },
+    /// Every run failed; the first error.
+    Failed(String),
+    /// Not run, because a coarser configuration of the series failed.
+    NotRun,
+    /// Skipped (a peer's toolchain is missing).
+    Skipped(String),
+    /// No record.
+    Empty,
+}
+
+impl Cell {
+    /// The value, if the cell has one.
+    pub(crate) fn value(&self) -> Option<f64> {
+        match self {
+            Cell::Value { value, .. } => Some(*value),
+            _ => None,
+        }
+    }
+
+    /// Whether the runs of the cell failed (or were not run after a failure).
+    pub(crate) fn failed(&self) -> bool {
+        matches!(self, Cell::Failed(_) | Cell::NotRun)
+    }
+}
+
+/// One experiment's table: series (rows: implementations) by configurations (sizes).
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    /// The document.
+    pub(crate) doc: Doc,
+    /// A short name, unique in the report (also the plot's key).
+    pub(crate) name: String,
+    /// What a cell holds, with its unit (`seconds`, `ns per read`, `runs/s`).
+    pub(crate) metric: String,
+    /// Whether a bigger value is better (throughputs, accuracy).
+    pub(crate) higher_better: bool,
+    /// What the configurations are (`cutoff`, `N`, `query`).
+    pub(crate) config_name: String,
+    /// Configurations, in the order of the runs.
+    pub(crate) configs: Vec<String>,
+    /// Series, ito's first.
+    pub(crate) series: Vec<String>,
+    /// `cells[series][config]`.
+    pub(crate) cells: Vec<Vec<Cell>>,
+    /// The ito series the peers are compared with (`None`: a table without comparison).
+    pub(crate) ito: Option<String>,
+    /// The series compared with ito (`None`: every series but ito's).
+    pub(crate) peers: Option<Vec<String>>,
+}
+
+/// ito against one peer over a group's configurations.
+#[derive(Clone, Debug)]
+pub(crate) struct Comparison {
+    /// The peer's series.
+    pub(crate) peer: String,
+    /// ito's cost over the peer's (below 1: ito is better), per configuration both ran.
+    pub(crate) ratios: Vec<(String, f64)>,
+    /// Configurations where the peer failed (or was not run) and ito did not.
+    pub(crate) peer_failed: Vec<String>,
+    /// Configurations where ito failed (or was not run) and the peer did not.
+    pub(crate) ito_failed: Vec<String>,
+    /// Why the peer did not run at all.
+    pub(crate) skipped: Option<String>,
+}
+
+impl Comparison {
+    /// The geometric mean of the ratios.
+    pub(crate) fn geomean(&self) -> Option<f64> {
+        if self.ratios.is_empty() {
+            return None;
+        }
+        let s: f64 = self.ratios.iter().map(|(_, r)| r.ln()).sum();
+        Some((s / self.ratios.len() as f64).exp())
+    }
+
+    /// The smallest and largest ratio.
+    pub(crate) fn range(&self) -> Option<(f64, f64)> {
+        let it = self.ratios.iter().map(|&(_, r)| r);
+        let lo = it.clone().fold(f64::INFINITY, f64::min);
+        let hi = it.fold(f64::NEG_INFINITY, f64::max);
+        (!self.ratios.is_empty()).then_some((lo, hi))
+    }
+
+    /// Whether ito beat the peer: it never failed where the peer ran, and it was cheaper
+    /// on the geometric mean of the configurations both ran, or the peer failed where ito
+    /// ran; `None` when the peer was skipped or nothing can be compared.
+    pub(crate) fn beat(&self) -> Option<bool> {
+        if self.skipped.is_some() {
+            return None;
+        }
+        match self.geomean() {
+            _ if !self.ito_failed.is_empty() => Some(false),
+            Some(g) => Some(g < 1.0 || (g <= 1.0 && !self.peer_failed.is_empty())),
+            None if !self.peer_failed.is_empty() => Some(true),
+            None => None,
+        }
+    }
+}
+
+impl Group {
+    /// The cell of `series` at `config`.
+    pub(crate) fn cell(&self, series: &str, config: &str) -> &Cell {
+        let s = self.series.iter().position(|x| x == series);
+        let c = self.configs.iter().position(|x| x == config);
+        match (s, c) {
+            (Some(s), Some(c)) => &self.cells[s][c],
+            _ => &Cell::Empty,
+        }
+    }
+
+    /// ito against each peer.
+    pub(crate) fn comparisons(&self) -> Vec<Comparison> {
+        let Some(ito) = &self.ito else {
+            return Vec::new();
+        };
+        let peers: Vec<&String> = match &self.peers {
+            Some(p) => p.iter().filter(|p| self.series.contains(p)).collect(),
+            None => self.series.iter().filter(|s| *s != ito).collect(),
+        };
+        peers
+            .into_iter()
+            .map(|peer| {
+                let mut c = Comparison {
+                    peer: peer.clone(),
+                    ratios: Vec::new(),
+                    peer_failed: Vec::new(),
+                    ito_failed: Vec::new(),
+                    skipped: None,
+                };
+                let mut skipped = 0;
+                for config in &self.configs {
+                    let (i, p) = (self.cell(ito, config), self.cell(peer, config));
+                    if let Cell::Skipped(why) = p {
+                        skipped += 1;
+                        c.skipped.get_or_insert_with(|| why.clone());
+                        continue;
+                    }
+                    match (i.value(), p.value()) {
+                        (Some(iv), Some(pv)) => {
+                            let r = if self.higher_better { pv / iv } else { iv / pv };
+                            c.ratios.push((config.clone(), r));
+                        }
+                        (Some(_), None) if p.failed() => c.peer_failed.push(config.clone()),
+                        (None, Some(_)) if i.failed() => c.ito_failed.push(config.clone()),
+                        _ => {}
+                    }
+                }
+                if skipped == 0 || c.ratios.len() + c.peer_failed.len() + c.ito_failed.len() > 0 {
+                    c.skipped = None;
+                }
+                c
+            })
+            .collect()
+    }
+}
+
+/// How to make one group from records.
+struct Spec<'a> {
+    doc: Doc,
+    name: String,
+    metric: &'a str,
+    higher_better: bool,
+    config_name: &'a str,
+    config: &'a dyn Fn(&Value) -> Option<String>,
+    series: &'a dyn Fn(&Value) -> Option<String>,
+    value: &'a dyn Fn(&Value) -> Option<f64>,
+    ito: Option<&'a str>,
+    peers: Option<&'a [&'a str]>,
+}
+
+fn build(records: &[&Value], spec: &Spec) -> Option<Group> {
+    let mut configs: Vec<String> = Vec::new();
+    let mut series: Vec<String> = Vec::new();
+    let mut raw: Vec<(usize, usize, &Value)> = Vec::new();
+    for r in records {
+        let (Some(c), Some(s)) = ((spec.config)(r), (spec.series)(r)) else {
+            continue;
+        };
+        let ci = configs.iter().position(|x| *x == c).unwrap_or_else(|| {
+            configs.push(c);
+            configs.len() - 1
+        });
+        let si = series.iter().position(|x| *x == s).unwrap_or_else(|| {
+            series.push(s);
+            series.len() - 1
+        });
+        raw.push((si, ci, r));
+    }
+    if raw.is_empty() {
+        return None;
+    }
+    let mut cells = vec![vec![Cell::Empty; configs.len()]; series.len()];
+    for (si, row) in cells.iter_mut().enumerate() {
+        for (ci, cell) in row.iter_mut().enumerate() {
+            let runs: Vec<&Value> = raw
+                .iter()
+                .filter(|(s, c, _)| *s == si && *c == ci)
+                .map(|(_, _, r)| *r)
+                .collect();
+            *cell = aggregate(&runs, spec.value);
+        }
+    }
+    // ito's series first, the others in the order they ran.
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by_key(|&i| !series[i].starts_with("ito"));
+    let series: Vec<String> = order.iter().map(|&i| series[i].clone()).collect();
+    let cells: Vec<Vec<Cell>> = order.iter().map(|&i| cells[i].clone()).collect();
+    Some(Group {
+        doc: spec.doc,
+        name: spec.name.clone(),
+        metric: spec.metric.to_owned(),
+        higher_better: spec.higher_better,
+        config_name: spec.config_name.to_owned(),
+        configs,
+        series,
+        cells,
+        ito: spec.ito.map(str::to_owned),
+        peers: spec
+            .peers
+            .map(|p| p.iter().map(|s| s.to_string()).collect()),
+    })
+}
+
+fn aggregate(runs: &[&Value], value: &dyn Fn(&Value) -> Option<f64>) -> Cell {
+    if runs.is_empty() {
+        return Cell::Empty;
+    }
+    let mut ok: Vec<f64> = runs
+        .iter()
+        .filter(|r| is_measured(r))
+        .filter_map(|r| value(r))
+        .collect();
+    if let Some(m) = median(&mut ok) {
+        return Cell::Value {
+            value: m,
+            runs: ok.len(),
+        };
+    }
+    if let Some(r) = runs
+        .iter()
+        .find(|r| r.get("ok") == Some(&Value::Bool(false)) && !not_run(r))
+    {
+        return Cell::Failed(str_of(r, "error").unwrap_or("failed").to_owned());
+    }
+    if runs.iter().any(|r| not_run(r)) {
+        return Cell::NotRun;
+    }
+    match runs.iter().find_map(|r| str_of(r, "skipped")) {
+        Some(why) => Cell::Skipped(why.to_owned()),
+        None => Cell::Empty,
+    }
+}
+
+fn not_run(r: &Value) -> bool {
+    r.get("not_run") == Some(&Value::Bool(true))
+}
+
+/// A successful, non-skipped run.
+pub(crate) fn is_measured(r: &Value) -> bool {
+    r.get("ok") == Some(&Value::Bool(true)) && str_of(r, "skipped").is_none()
+}
+
+/// A string field.
+pub(crate) fn str_of<'a>(r: &'a Value, k: &str) -> Option<&'a str> {
+    r.get(k).and_then(Value::as_str)
+}
+
+/// A numeric field.
+pub(crate) fn num(r: &Value, k: &str) -> Option<f64> {
+    r.get(k).and_then(Value::as_f64)
+}
+
+/// An implementation's name with tokio's flavour (`tokio current-thread`).
+fn imp_flavor(r: &Value) -> Option<String> {
+    let imp = str_of(r, "impl")?;
+    Some(match str_of(r, "flavor") {
+        Some(f) => format!("{imp} {f}"),
+        None => imp.to_owned(),
+    })
+}
+
+/// `n` as `10k`, `1M`.
+pub(crate) fn short_count(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// Every group of a run.
+pub(crate) struct Analysis {
+    /// In document order.
+    pub(crate) groups: Vec<Group>,
+    /// Records that failed the schema check (left out), with why.
+    pub(crate) schema_errors: Vec<(String, String)>,
+}
+
+/// The fib pairs: group name, the ito series, its peers.
+pub(crate) const FIB_PAIRS: [(&str, &str, &[&str]); 4] = [
+    (
+        "fib: blocking wait (ito wait, tokio block_in_place, Scala Await.result)",
+        "ito wait",
+        &["tokio wait", "scala await"],
+    ),
+    (
+        "fib: callbacks (ito flat, Scala map/flatMap)",
+        "ito flat",
+        &["scala flatmap"],
+    ),
+    (
+        "fib: async/await (ito async, tokio spawn + await)",
+        "ito async",
+        &["tokio async"],
+    ),
+    (
+        "fib: fork-join (ito join, rayon join)",
+        "ito join",
+        &["rayon join"],
+    ),
+];
+
+/// The name of the fib table with every series.
+pub(crate) const FIB_ALL: &str = "fib: every style";
+
+impl Analysis {
+    /// The groups of `records`.
+    pub(crate) fn of(records: &[Value]) -> Analysis {
+        let mut schema_errors = Vec::new();
+        let good: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                let err = str_of(r, "schema_error")
+                    .map(str::to_owned)
+                    .or_else(|| schema::check(r).err());
+                if let Some(e) = err {
+                    schema_errors.push((r.to_string(), e));
+                    false
+                } else {
+                    true
+                }
+            })
+            .collect();
+        let of = |exp: &str| -> Vec<&Value> {
+            good.iter()
+                .copied()
+                .filter(|r| str_of(r, "experiment") == Some(exp))
+                .collect()
+        };
+        let mut groups = Vec::new();
+        fib_groups(&of("fib"), &mut groups);
+        join_groups(&of("join"), &mut groups);
+        process_groups(&of("chain"), &of("ping-pong"), &of("fan-in"), &mut groups);
+        find_groups(&of("find"), &mut groups);
+        pool_groups(&of("pool"), &mut groups);
+        futures_groups(&of("futures"), &mut groups);
+        bank_groups(&of("stm-bank"), &mut groups);
+        Analysis {
+            groups,
+            schema_errors,
+        }
+    }
+
+    /// The group named `name`.
+    pub(crate) fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+}
+
+fn fib_series(r: &Value) -> Option<String> {
+    Some(format!("{} {}", str_of(r, "impl")?, str_of(r, "style")?))
+}
+
+fn fib_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    let fib: Vec<&Value> = recs
+        .iter()
+        .copied()
+        .filter(|r| str_of(r, "impl") != Some("seq"))
+        .collect();
+    let cutoff = |r: &Value| Some(r.get("cutoff")?.as_u64()?.to_string());
+    let seconds = |r: &Value| num(r, "seconds");
+    let spec = |name: String, ito: Option<&'static str>, peers: Option<&'static [&'static str]>| {
+        build(
+            &fib,
+            &Spec {
+                doc: Doc::D000,
+                name,
+                metric: "seconds",
+                higher_better: false,
+                config_name: "cutoff",
+                config: &cutoff,
+                series: &fib_series,
+                value: &seconds,
+                ito,
+                peers,
+            },
+        )
+    };
+    groups.extend(spec(FIB_ALL.to_owned(), None, None));
+    for (name, ito, peers) in FIB_PAIRS {
+        if let Some(mut g) = spec(name.to_owned(), Some(ito), Some(peers)) {
+            // Only the pair's series.
+            let keep: Vec<usize> = (0..g.series.len())
+                .filter(|&i| g.series[i] == ito || peers.contains(&g.series[i].as_str()))
+                .collect();
+            if keep.len() < 2 {
+                continue;
+            }
+            g.series = keep.iter().map(|&i| g.series[i].clone()).collect();
+            g.cells = keep.iter().map(|&i| g.cells[i].clone()).collect();
+            groups.push(g);
+        }
+    }
+}
+
+fn join_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in recs {
+        if let Some(w) = str_of(r, "workload") {
+            if !workloads.contains(&w) {
+                workloads.push(w);
+            }
+        }
+    }
+    for w in workloads {
+        let these: Vec<&Value> = recs
+            .iter()
+            .copied()
+            .filter(|r| str_of(r, "workload") == Some(w))
+            .collect();
+        let n = these
+            .first()
+            .and_then(|r| r.get("n"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        groups.extend(build(
+            &these,
+            &Spec {
+                doc: Doc::D000,
+                name: format!("join: {w}({})", short_count(n)),
+                metric: "ms",
+                higher_better: false,
+                config_name: "cutoff",
+                config: &|r| Some(r.get("cutoff")?.as_u64()?.to_string()),
+                series: &|r| str_of(r, "impl").map(str::to_owned),
+                value: &|r| num(r, "seconds").map(|s| s * 1e3),
+                ito: Some("ito"),
+                // seq is the baseline in the table, not a peer.
+                peers: Some(&["rayon"]),
+            },
+        ));
+    }
+}
+
+fn process_groups(chain: &[&Value], ping: &[&Value], fan: &[&Value], groups: &mut Vec<Group>) {
+    let n = |r: &Value| Some(short_count(r.get("n")?.as_u64()?));
+    groups.extend(build(
+        chain,
+        &Spec {
+            doc: Doc::D001,
+            name: "chain: time".into(),
+            metric: "seconds",
+            higher_better: false,
+            config_name: "N",
+            config: &n,
+            series: &imp_flavor,
+            value: &|r| num(r, "seconds"),
+            ito: Some("ito"),
+            peers: None,
+        },
+    ));
+    groups.extend(build(
+        chain,
+        &Spec {
+            doc: Doc::D001,
+            name: "chain: peak memory".into(),
+            metric: "MB (peak RSS)",
+            higher_better: false,
+            config_name: "N",
+            config: &n,
+            series: &imp_flavor,
+            value: &|r| num(r, "rss_bytes").map(|b| b / 1e6),
+            ito: Some("ito"),
+            peers: None,
+        },
+    ));
+    groups.extend(build(
+        ping,
+        &Spec {
+            doc: Doc::D001,
+            name: "ping-pong".into(),
+            metric: "ns per round trip",
+            higher_better: false,
+            config_name: "rounds",
+            config: &|r| Some(short_count(r.get("rounds")?.as_u64()?)),
+            series: &imp_flavor,
+            value: &|r| num(r, "ns_per_round_trip"),
+            ito: Some("ito"),
+            peers: None,
+        },
+    ));
+    groups.extend(build(
+        fan,
+        &Spec {
+            doc: Doc::D001,
+            name: "fan-in".into(),
+            metric: "M messages/s",
+            higher_better: true,
+            config_name: "senders x messages",
+            config: &|r| {
+                Some(format!(
+                    "{} x {}",
+                    r.get("senders")?.as_u64()?,
+                    short_count(r.get("messages")?.as_u64()?)
+                ))
+            },
+            series: &imp_flavor,
+            value: &|r| num(r, "msgs_per_s").map(|m| m / 1e6),
+            ito: Some("ito"),
+            peers: None,
+        },
+    ));
+}
+
+fn find_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    let entries = recs
+        .first()
+        .and_then(|r| r.get("entries"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    groups.extend(build(
+        recs,
+        &Spec {
+            doc: Doc::D002,
+            name: format!("find: {}-entry tree", short_count(entries)),
+            metric: "ms (median)",
+            higher_better: false,
+            config_name: "query",
+            config: &|r| str_of(r, "query").map(str::to_owned),
+            series: &|r| str_of(r, "tool").map(str::to_owned),
+            value: &|r| num(r, "median_ms"),
+            ito: Some("ito-find"),
+            peers: None,
+        },
+    ));
+}
+
+fn pool_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    let key = |r: &Value| -> Option<(u64, u64)> {
+        Some((r.get("tasks")?.as_u64()?, r.get("sleep_ms")?.as_u64()?))
+    };
+    let mut kinds: Vec<(u64, u64)> = Vec::new();
+    for r in recs {
+        if let Some(k) = key(r) {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    let mode = |r: &Value| -> Option<String> {
+        let m = str_of(r, "mode")?;
+        Some(match r.get("pool_size").and_then(Value::as_u64) {
+            Some(p) if m != "spawn" => format!("{m}({p})"),
+            _ => m.to_owned(),
+        })
+    };
+    for (tasks, sleep) in kinds {
+        let these: Vec<&Value> = recs
+            .iter()
+            .copied()
+            .filter(|r| key(r) == Some((tasks, sleep)))
+            .collect();
+        let label = match sleep {
+            0 => format!("pool: {tasks} tasks"),
+            s => format!("pool: {tasks} tasks, {s} ms sleep"),
+        };
+        groups.extend(build(
+            &these,
+            &Spec {
+                doc: Doc::D003,
+                name: label.clone(),
+                metric: "runs/s",
+                higher_better: true,
+                config_name: "mode",
+                config: &mode,
+                series: &|r| str_of(r, "impl").map(str::to_owned),
+                value: &|r| num(r, "runs_per_s"),
+                ito: Some("ito"),
+                peers: None,
+            },
+        ));
+        if tasks >= 10_000 {
+            groups.extend(build(
+                &these,
+                &Spec {
+                    doc: Doc::D003,
+                    name: format!("{label}: memory"),
+                    metric: "MB of RSS growth (peak minus after start-up)",
+                    higher_better: false,
+                    config_name: "mode",
+                    config: &mode,
+                    series: &|r| str_of(r, "impl").map(str::to_owned),
+                    value: &|r| num(r, "rss_growth_bytes").map(|b| b / 1e6),
+                    ito: Some("ito"),
+                    peers: None,
+                },
+            ));
+        }
+    }
+}
+
+/// A futures benchmark: bench, group name, metric, higher better, config name, split (a
+/// group per value: the variant), config, value.
+pub(crate) struct FutSpec {
+    bench: &'static str,
+    name: &'static str,
+    metric: &'static str,
+    higher_better: bool,
+    config_name: &'static str,
+    split: fn(&Value) -> Option<String>,
+    config: fn(&Value) -> Option<String>,
+    value: fn(&Value) -> Option<f64>,
+}
+
+fn no_split(_: &Value) -> Option<String> {
+    Some(String::new())
+}
+
+/// Document 004's benchmarks.
+const FUTURES: [FutSpec; 6] = [
+    FutSpec {
+        bench: "or-alt",
+        name: "futures: or-alt chain",
+        metric: "ns per chain",
+        higher_better: false,
+        config_name: "chain length",
+        split: |r| Some(format!("{} succeeds", str_of(r, "succeed")?)),
+        config: |r| Some(r.get("chain")?.as_u64()?.to_string()),
+        value: |r| num(r, "ns_per_item"),
+    },
+    FutSpec {
+        bench: "read-seq",
+        name: "futures: sequential reads",
+        metric: "ns per read",
+        higher_better: false,
+        config_name: "reads",
+        split: no_split,
+        config: |r| Some(r.get("reads")?.as_u64()?.to_string()),
+        value: |r| num(r, "ns_per_item"),
+    },
+    FutSpec {
+        bench: "read-concurrent",
+        name: "futures: concurrent readers",
+        metric: "us from completion to last read",
+        higher_better: false,
+        config_name: "readers",
+        split: |r| Some(format!("on {}", str_of(r, "mode")?)),
+        config: |r| Some(r.get("readers")?.as_u64()?.to_string()),
+        value: |r| num(r, "after_complete_s").map(|s| s * 1e6),
+    },
+    FutSpec {
+        bench: "first-completed",
+        name: "futures: first completed of",
+        metric: "accuracy (future 0 wins)",
+        higher_better: true,
+        config_name: "futures",
+        split: no_split,
+        config: |r| Some(r.get("futures")?.as_u64()?.to_string()),
+        value: |r| num(r, "accuracy"),
+    },
+    FutSpec {
+        bench: "callbacks",
+        name: "futures: callbacks",
+        metric: "us to the last callback",
+        higher_better: false,
+        config_name: "callbacks",
+        split: |r| {
+            Some(match r.get("delay_us")?.as_u64()? {
+                0 => "future already complete".to_owned(),
+                d => format!("completed after {} ms", d as f64 / 1000.0),
+            })
+        },
+        config: |r| Some(r.get("count")?.as_u64()?.to_string()),
+        value: |r| {
+            num(r, "after_complete_s")
+                .or_else(|| num(r, "seconds"))
+                .map(|s| s * 1e6)
+        },
+    },
+    FutSpec {
+        bench: "philosophers",
+        name: "futures: dining philosophers",
+        metric: "ns per philosopher's try",
+        higher_better: false,
+        config_name: "philosophers",
+        split: no_split,
+        config: |r| Some(r.get("philosophers")?.as_u64()?.to_string()),
+        value: |r| num(r, "ns_per_item"),
+    },
+];
+
+fn futures_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    for f in &FUTURES {
+        let these: Vec<&Value> = recs
+            .iter()
+            .copied()
+            .filter(|r| str_of(r, "bench") == Some(f.bench))
+            .collect();
+        let mut variants: Vec<String> = Vec::new();
+        for r in &these {
+            if let Some(v) = (f.split)(r) {
+                if !variants.contains(&v) {
+                    variants.push(v);
+                }
+            }
+        }
+        for v in variants {
+            let part: Vec<&Value> = these
+                .iter()
+                .copied()
+                .filter(|r| (f.split)(r).as_ref() == Some(&v))
+                .collect();
+            let name = if v.is_empty() {
+                f.name.to_owned()
+            } else {
+                format!("{}, {v}", f.name)
+            };
+            groups.extend(build(
+                &part,
+                &Spec {
+                    doc: Doc::D004,
+                    name,
+                    metric: f.metric,
+                    higher_better: f.higher_better,
+                    config_name: f.config_name,
+                    config: &f.config,
+                    series: &|r| str_of(r, "impl").map(str::to_owned),
+                    value: &f.value,
+                    ito: Some("ito"),
+                    peers: None,
+                },
+            ));
+        }
+    }
+}
+
+fn bank_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    groups.extend(build(
+        recs,
+        &Spec {
+            doc: Doc::D004,
+            name: "stm-bank".into(),
+            metric: "M transactions/s",
+            higher_better: true,
+            config_name: "threads",
+            config: &|r| Some(r.get("threads")?.as_u64()?.to_string()),
+            series: &|r| str_of(r, "impl").map(str::to_owned),
+            value: &|r| num(r, "tx_per_s").map(|t| t / 1e6),
+            ito: Some("ito"),
+            peers: None,
+        },
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fib(imp: &str, style: &str, cutoff: u64, seconds: Option<f64>) -> Value {
+        let mut r = json!({"experiment": "fib", "impl": imp, "style": style, "n": 30, "cutoff": cutoff,
+            "workers": 2, "result": 832040, "seconds": seconds, "tasks": 1, "peak_threads": 3,
+            "rss_bytes": 1, "commit": "c", "nproc": 2, "ok": seconds.is_some()});
+        if seconds.is_none() {
+            r["error"] = json!("timeout");
+        }
+        r
+    }
+
+    #[test]
+    fn medians_ratios_failures_and_verdicts() {
+        let mut recs = vec![
+            fib("ito", "wait", 20, Some(1.0)),
+            fib("ito", "wait", 20, Some(3.0)),
+            fib("ito", "wait", 20, Some(2.0)),
+            fib("tokio", "wait", 20, Some(4.0)),
+            fib("ito", "wait", 10, Some(1.0)),
+            fib("tokio", "wait", 10, None),
+            fib("ito", "wait", 5, Some(1.0)),
+        ];
+        let mut nr = fib("tokio", "wait", 5, None);
+        nr["not_run"] = json!(true);
+        recs.push(nr);
+        let mut sk = fib("scala", "await", 20, None);
+        sk["ok"] = json!(true);
+        sk["skipped"] = json!("mvn is not installed");
+        recs.push(sk);
+        let a = Analysis::of(&recs);
+        assert!(a.schema_errors.is_empty(), "{:?}", a.schema_errors);
+        let g = a.group(FIB_PAIRS[0].0).expect("the blocking pair");
+        assert_eq!(g.series, ["ito wait", "tokio wait", "scala await"]);
+        assert_eq!(
+            g.cell("ito wait", "20"),
+            &Cell::Value {
+                value: 2.0,
+                runs: 3
+            }
+        );
+        assert_eq!(g.cell("tokio wait", "10"), &Cell::Failed("timeout".into()));
+        assert_eq!(g.cell("tokio wait", "5"), &Cell::NotRun);
+        let cs = g.comparisons();
+        assert_eq!(cs.len(), 2);
+        assert_eq!(cs[0].ratios, [("20".to_owned(), 0.5)]);
+        assert_eq!(cs[0].peer_failed, ["10", "5"]);
+        assert_eq!(cs[0].beat(), Some(true));
+        assert_eq!(cs[1].skipped.as_deref(), Some("mvn is not installed"));
+        assert_eq!(cs[1].beat(), None);
+    }
+
+    #[test]
+    fn higher_is_better_inverts_the_ratio_and_ito_failures_lose() {
+        let bank = |imp: &str, tx: f64| {
+            json!({"experiment": "stm-bank", "impl": imp, "threads": 2,
+            "accounts": 8, "ops": 10, "rep": 0, "seconds": 1.0, "tx_per_s": tx, "total_ok": true,
+            "commit": "c", "nproc": 2, "ok": true})
+        };
+        let a = Analysis::of(&[bank("ito", 2e6), bank("mutex", 8e6)]);
+        let c = &a.group("stm-bank").unwrap().comparisons()[0];
+        assert_eq!(c.ratios[0].1, 4.0);
+        assert_eq!(c.beat(), Some(false));
+        let lost = Comparison {
+            peer: "p".into(),
+            ratios: vec![("a".into(), 0.5)],
+            peer_failed: vec![],
+            ito_failed: vec!["b".into()],
+            skipped: None,
+        };
+        assert_eq!(lost.beat(), Some(false));
+    }
+}

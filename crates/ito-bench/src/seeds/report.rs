@@ -1,0 +1,405 @@
+//! `report.md`: the run, a headline table (ito against every peer), then for each document
+//! what it measured, its published figures, ours beside them, the ratio to each peer, whether
+//! ito beat every peer, and the plots.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::StepSummary;
+use super::analysis::{Analysis, Cell, Comparison, FIB_ALL, Group, is_measured, num, str_of};
+use super::plan::Doc;
+use super::plot::{PlotFile, format_num};
+use super::published;
+
+/// The report of `records`; `steps` (with the run's seconds) when they were just run.
+pub(crate) fn render(
+    records: &[Value],
+    a: &Analysis,
+    plots: &[PlotFile],
+    steps: Option<(&[StepSummary], f64)>,
+) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# ito-bench seeds: the five documents' experiments\n");
+    run_header(&mut md, records, steps.map(|s| s.1));
+    let _ = writeln!(
+        md,
+        "Ratios are ito's cost over the peer's (time, or the inverse of a throughput or an \
+         accuracy): **below 1, ito is better**. A cell is the median of its runs. *T/O*: no \
+         result within the timeout; *failed*: a crash or a wrong result; *not run*: a coarser \
+         cutoff of the same series had already failed (as in document 000's plot); *skipped*: \
+         the peer's toolchain is not installed. This machine is shared and noisy: compare \
+         within this run only.\n"
+    );
+    headline(&mut md, a);
+    for doc in Doc::ALL {
+        document(&mut md, doc, a, plots, records);
+    }
+    if let Some((steps, _)) = steps {
+        let _ = writeln!(md, "## Steps\n\n| step | outcome |\n|---|---|");
+        for s in steps {
+            let _ = writeln!(md, "| {} | {} |", s.label, s.outcome);
+        }
+        md.push('\n');
+    }
+    if !a.schema_errors.is_empty() {
+        let _ = writeln!(md, "## Lines left out (schema errors)\n");
+        for (line, e) in &a.schema_errors {
+            let _ = writeln!(md, "- {e}: `{line}`");
+        }
+        md.push('\n');
+    }
+    md
+}
+
+fn run_header(md: &mut String, records: &[Value], seconds: Option<f64>) {
+    let first = records.first();
+    let field = |k: &str| {
+        first
+            .and_then(|r| r.get(k))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .unwrap_or_else(|| "unknown".to_owned())
+    };
+    let loads: Vec<f64> = records.iter().filter_map(|r| num(r, "loadavg")).collect();
+    let load = if loads.is_empty() {
+        "not recorded".to_owned()
+    } else {
+        let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{lo:.1} to {hi:.1}")
+    };
+    let _ = writeln!(
+        md,
+        "Commit `{}`, {} CPUs ({}), started {}, sizes: {}{}. Load average (1 min) while \
+         measuring: {load}. {} measurements.\n",
+        field("commit"),
+        field("nproc"),
+        field("cpu"),
+        field("date"),
+        field("seeds"),
+        seconds.map_or(String::new(), |s| format!(", {s:.0} s in all")),
+        records.len()
+    );
+}
+
+/// Formats a ratio: `0.52x`.
+fn ratio(r: f64) -> String {
+    if !r.is_finite() {
+        return "-".to_owned();
+    }
+    let p = if r >= 10.0 {
+        1
+    } else if r >= 0.1 {
+        2
+    } else {
+        3
+    };
+    format!("{r:.p$}x")
+}
+
+/// The verdict of a comparison.
+fn verdict(c: &Comparison) -> String {
+    match (c.beat(), &c.skipped) {
+        (_, Some(why)) => format!("n/a (peer skipped: {why})"),
+        (Some(true), _) => "**yes**".to_owned(),
+        (Some(false), _) => "no".to_owned(),
+        (None, _) => "n/a (nothing to compare)".to_owned(),
+    }
+}
+
+fn headline(md: &mut String, a: &Analysis) {
+    let _ = writeln!(
+        md,
+        "## Headline: ito against every peer\n\n| doc | experiment | ito | peer | ito/peer \
+         (geomean) | range | peer failed at | ito beat it? |\n|---|---|---|---|---|---|---|---|"
+    );
+    for g in &a.groups {
+        let Some(ito) = &g.ito else { continue };
+        for c in g.comparisons() {
+            let range = c.range().map_or("-".to_owned(), |(lo, hi)| {
+                format!("{} to {}", ratio(lo), ratio(hi))
+            });
+            let failed = if c.peer_failed.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{} {}", g.config_name, c.peer_failed.join(", "))
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {ito} | {} | {} | {range} | {failed} | {} |",
+                g.doc.id(),
+                g.name,
+                c.peer,
+                c.geomean().map_or("-".to_owned(), ratio),
+                verdict(&c)
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// A cell as text.
+fn cell_text(c: &Cell) -> String {
+    match c {
+        Cell::Value { value, .. } => format_num(*value),
+        Cell::Failed(e) if e.contains("timeout") => "T/O".to_owned(),
+        Cell::Failed(_) => "failed".to_owned(),
+        Cell::NotRun => "not run".to_owned(),
+        Cell::Skipped(_) => "skipped".to_owned(),
+        Cell::Empty => String::new(),
+    }
+}
+
+/// A group's table: series by configurations.
+fn table(md: &mut String, g: &Group) {
+    let _ = writeln!(
+        md,
+        "**{}** ({}; {} across)\n",
+        g.name, g.metric, g.config_name
+    );
+    let _ = write!(md, "| |");
+    for c in &g.configs {
+        let _ = write!(md, " {c} |");
+    }
+    let _ = write!(md, "\n|---|");
+    for _ in &g.configs {
+        let _ = write!(md, "---|");
+    }
+    md.push('\n');
+    for (s, row) in g.series.iter().zip(&g.cells) {
+        let _ = write!(md, "| {s} |");
+        for c in row {
+            let _ = write!(md, " {} |", cell_text(c));
+        }
+        md.push('\n');
+    }
+    let failures: Vec<String> = g
+        .series
+        .iter()
+        .zip(&g.cells)
+        .flat_map(|(s, row)| {
+            row.iter()
+                .zip(&g.configs)
+                .filter_map(move |(c, cfg)| match c {
+                    Cell::Failed(e) => Some(format!("{s} at {cfg}: {e}")),
+                    _ => None,
+                })
+        })
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(md, "\nFailures: {}.", failures.join("; "));
+    }
+    let skipped: Vec<String> = g
+        .series
+        .iter()
+        .zip(&g.cells)
+        .filter_map(|(s, row)| {
+            row.iter().find_map(|c| match c {
+                Cell::Skipped(why) => Some(format!("{s} ({why})")),
+                _ => None,
+            })
+        })
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(md, "\nSkipped: {}.", skipped.join("; "));
+    }
+    md.push('\n');
+}
+
+/// A group's comparisons: per peer, the ratio at each configuration and the verdict.
+fn comparisons(md: &mut String, g: &Group) {
+    let cs = g.comparisons();
+    if cs.is_empty() {
+        return;
+    }
+    let ito = g.ito.as_deref().unwrap_or("ito");
+    let _ = writeln!(
+        md,
+        "| {ito} / peer | {} | geomean | ito beat it? |\n|---|---|---|---|",
+        g.config_name
+    );
+    for c in &cs {
+        let mut per: Vec<String> = c
+            .ratios
+            .iter()
+            .map(|(cfg, r)| format!("{cfg}: {}", ratio(*r)))
+            .collect();
+        per.extend(
+            c.peer_failed
+                .iter()
+                .map(|cfg| format!("{cfg}: peer failed")),
+        );
+        per.extend(c.ito_failed.iter().map(|cfg| format!("{cfg}: ito failed")));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            c.peer,
+            if per.is_empty() {
+                "-".to_owned()
+            } else {
+                per.join(", ")
+            },
+            c.geomean().map_or("-".to_owned(), ratio),
+            verdict(c)
+        );
+    }
+    let all: Vec<Option<bool>> = cs
+        .iter()
+        .filter(|c| c.skipped.is_none())
+        .map(Comparison::beat)
+        .collect();
+    let beat_all = !all.is_empty() && all.iter().all(|b| *b == Some(true));
+    let _ = writeln!(
+        md,
+        "\nito beat every peer that ran: **{}**.\n",
+        if beat_all { "yes" } else { "no" }
+    );
+}
+
+fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records: &[Value]) {
+    let p = published::of(doc);
+    let _ = writeln!(md, "## {} — {}\n", doc.id(), p.title);
+    let _ = writeln!(md, "- **What it measured.** {}", p.measured);
+    let _ = writeln!(md, "- **Published.** {}", p.figures);
+    let _ = writeln!(
+        md,
+        "- **Peers measured on the development machine.** {}",
+        p.here
+    );
+    let _ = writeln!(md, "- **What ito must show.** {}\n", p.target);
+    let groups: Vec<&Group> = a.groups.iter().filter(|g| g.doc == doc).collect();
+    if groups.is_empty() {
+        let _ = writeln!(md, "Not run.\n");
+        return;
+    }
+    let _ = writeln!(md, "### Ours\n");
+    for g in &groups {
+        // The fib pairs repeat the every-style table's rows: only their comparisons.
+        if !(doc == Doc::D000 && g.name.starts_with("fib: ") && g.name != FIB_ALL) {
+            table(md, g);
+        }
+        if g.name == FIB_ALL {
+            fib_notes(md, g, records);
+        }
+        if g.ito.is_some() {
+            if doc == Doc::D000 && g.name.starts_with("fib: ") {
+                let _ = writeln!(md, "**{}**\n", g.name);
+            }
+            comparisons(md, g);
+        }
+    }
+    doc_notes(md, doc, records);
+    for plot in plots.iter().filter(|p| p.doc == doc) {
+        let _ = writeln!(md, "![{}]({})\n", plot.title, plot.file);
+    }
+}
+
+/// Document 000's own question: did every ito style complete at every cutoff, and with how
+/// many threads at most?
+fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
+    let ito_rows: Vec<(&String, &Vec<Cell>)> = g
+        .series
+        .iter()
+        .zip(&g.cells)
+        .filter(|(s, _)| s.starts_with("ito"))
+        .collect();
+    if ito_rows.is_empty() {
+        return;
+    }
+    let complete = ito_rows
+        .iter()
+        .all(|(_, row)| row.iter().all(|c| c.value().is_some()));
+    let peak = |imp: &str| {
+        records
+            .iter()
+            .filter(|r| str_of(r, "experiment") == Some("fib") && str_of(r, "impl") == Some(imp))
+            .filter_map(|r| r.get("peak_threads").and_then(Value::as_u64))
+            .max()
+    };
+    let _ = writeln!(
+        md,
+        "Every ito style completed at every cutoff: **{}**. Peak OS threads of a run: ito {}, \
+         tokio {}, Scala {}.\n",
+        if complete { "yes" } else { "no" },
+        peak("ito").map_or("-".to_owned(), |p| p.to_string()),
+        peak("tokio").map_or("-".to_owned(), |p| p.to_string()),
+        peak("scala").map_or("-".to_owned(), |p| p.to_string()),
+    );
+    if let Some(seq) = records.iter().find(|r| {
+        str_of(r, "experiment") == Some("fib") && str_of(r, "impl") == Some("seq") && is_measured(r)
+    }) {
+        let _ = writeln!(
+            md,
+            "The sequential fib({}) took {} s.\n",
+            seq.get("n").and_then(Value::as_u64).unwrap_or(0),
+            num(seq, "seconds").map_or("-".to_owned(), format_num)
+        );
+    }
+}
+
+/// Per-document facts that are not a ratio.
+fn doc_notes(md: &mut String, doc: Doc, records: &[Value]) {
+    let of = |exp: &'static str| {
+        records
+            .iter()
+            .filter(move |r| str_of(r, "experiment") == Some(exp) && is_measured(r))
+    };
+    match doc {
+        Doc::D001 => {
+            if let Some(r) = of("chain")
+                .filter(|r| str_of(r, "impl") == Some("ito"))
+                .max_by_key(|r| r.get("n").and_then(Value::as_u64))
+            {
+                let _ = writeln!(
+                    md,
+                    "ito's largest chain: {} processes, {} bytes of peak RSS per process.\n",
+                    r.get("n").and_then(Value::as_u64).unwrap_or(0),
+                    num(r, "bytes_per_process").map_or("-".to_owned(), |b| format!("{b:.0}"))
+                );
+            }
+        }
+        Doc::D002 => {
+            if let Some(r) = of("find").next() {
+                let _ = writeln!(
+                    md,
+                    "The tree: `{}`, {} entries, made by `ito-bench find-tree` (warm cache: one \
+                     unmeasured round first). Other processes kept {} cores busy on average \
+                     during the measurement.\n",
+                    str_of(r, "tree").unwrap_or("?"),
+                    r.get("entries").and_then(Value::as_u64).unwrap_or(0),
+                    num(r, "other_cores").map_or("?".to_owned(), |c| format!("{c:.2}"))
+                );
+            }
+        }
+        Doc::D004 => {
+            let phil: Vec<&Value> = of("futures")
+                .filter(|r| str_of(r, "bench") == Some("philosophers"))
+                .collect();
+            if !phil.is_empty() {
+                let all_ok = phil.iter().all(|r| {
+                    r.get("rounds_ok").and_then(Value::as_u64)
+                        == r.get("rounds").and_then(Value::as_u64)
+                });
+                let _ = writeln!(
+                    md,
+                    "Dining philosophers: every round all-or-nothing for every implementation: **{}**.\n",
+                    if all_ok { "yes" } else { "no" }
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_formatted() {
+        assert_eq!(ratio(0.5), "0.50x");
+        assert_eq!(ratio(0.05), "0.050x");
+        assert_eq!(ratio(12.34), "12.3x");
+        assert_eq!(ratio(f64::NAN), "-");
+    }
+}

@@ -423,13 +423,8 @@ impl Tx {
             match &mut w.value {
                 // We hold the lock; the words were written to this variable.
                 Pending::Inline(words) => h.publish_words(*words),
-                Pending::Boxed(value) => {
-                    let value = std::mem::replace(value, std::ptr::null_mut());
-                    // SAFETY: we hold the lock; the value was written to this variable.
-                    let old = unsafe { Header::publish(w.hdr, value) };
-                    // SAFETY: replaced, so unreachable from new pins; a value of this variable.
-                    unsafe { retire(&self.guard, old, h.drop_value_fn()) };
-                }
+                // SAFETY: we hold the lock; the value was written to this variable; pinned.
+                Pending::Boxed(value) => unsafe { publish_boxed(&self.guard, w.hdr, value) },
             }
             // Unlock with the new version (and no WAITERS: we wake them below).
             h.lock.store(wv << VERSION_SHIFT, Ordering::Release);
@@ -451,7 +446,9 @@ impl Tx {
             // Every entry was published: nothing left to free.
             self.log.writes.clear();
         }
-        self.truncate_cell_writes(0);
+        if !self.log.cell_writes.is_empty() {
+            self.truncate_cell_writes(0);
+        }
         Ok(Notify(lists))
     }
 
@@ -461,37 +458,44 @@ impl Tx {
     /// deadlock.
     #[inline]
     fn lock_writes(&mut self) -> Option<u64> {
+        if self.log.shadowed {
+            return self.lock_writes_shadowed();
+        }
+        let mut above = 0;
+        let mut ok = true;
+        for w in &mut self.log.writes {
+            match lock_one(w) {
+                Some(v) => above = above.max(v),
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if !ok {
+            self.unlock_all();
+            return None;
+        }
+        Some(above)
+    }
+
+    /// [`lock_writes`](Self::lock_writes) when an `or_else` branch left older writes to some
+    /// variables: only the newest write to each variable takes its lock.
+    #[cold]
+    fn lock_writes_shadowed(&mut self) -> Option<u64> {
         let mut above = 0;
         for i in 0..self.log.writes.len() {
-            let writes = &self.log.writes;
-            let hdr = writes[i].hdr;
-            if self.log.shadowed && writes[i + 1..].iter().any(|w| w.hdr == hdr) {
+            let (w, newer) = self.log.writes[i..].split_first_mut().expect("in bounds");
+            if newer.iter().any(|n| n.hdr == w.hdr) {
                 continue; // an older write to a variable whose newest write takes the lock
             }
-            // SAFETY: logged variables stay allocated while we are pinned.
-            let lock = &unsafe { hdr.as_ref() }.lock;
-            let mut prev = lock.load(Ordering::Relaxed);
-            loop {
-                if prev & LOCKED != 0 {
+            match lock_one(w) {
+                Some(v) => above = above.max(v),
+                None => {
                     self.unlock_all();
                     return None;
                 }
-                match lock.compare_exchange_weak(
-                    prev,
-                    prev | LOCKED,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    // Another committer (LOCKED now), or a sleeper setting WAITERS (the
-                    // version cannot change without the lock): look again.
-                    Err(actual) => prev = actual,
-                }
             }
-            let w = &mut self.log.writes[i];
-            w.prev = prev;
-            w.locked = true;
-            above = above.max(version(prev) + 1);
         }
         Some(above)
     }
@@ -651,6 +655,44 @@ impl Notify {
 // SAFETY: the cells belong to futures with `T: Send + Sync`; the lists were taken from them
 // and are notified exactly once, from whichever thread runs this.
 unsafe impl Send for Notify {}
+
+/// Locks `w`'s variable (unless it is locked: `None`), notes the word before, and returns the
+/// least version above it.
+#[inline]
+fn lock_one(w: &mut WriteEntry) -> Option<u64> {
+    // SAFETY: logged variables stay allocated while we are pinned.
+    let lock = &unsafe { w.hdr.as_ref() }.lock;
+    let mut prev = lock.load(Ordering::Relaxed);
+    loop {
+        if prev & LOCKED != 0 {
+            return None;
+        }
+        match lock.compare_exchange_weak(prev, prev | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => break,
+            // Another committer (LOCKED now), or a sleeper setting WAITERS (the version cannot
+            // change without the lock): look again.
+            Err(actual) => prev = actual,
+        }
+    }
+    w.prev = prev;
+    w.locked = true;
+    Some(version(prev) + 1)
+}
+
+/// Publishes a boxed value (nulling the log's pointer) and retires the value it replaces.
+///
+/// # Safety
+///
+/// The caller holds `hdr`'s lock, `*value` was written to that variable, and `guard` pins.
+#[inline(never)]
+unsafe fn publish_boxed(guard: &Guard, hdr: NonNull<Header>, value: &mut *mut ()) {
+    let value = std::mem::replace(value, std::ptr::null_mut());
+    // SAFETY: the caller's contract.
+    let old = unsafe { Header::publish(hdr, value) };
+    // SAFETY: replaced, so unreachable from new pins; a value of this variable.
+    unsafe { retire(guard, old, hdr.as_ref().drop_value_fn()) };
+}
 
 /// Frees a pending value of `hdr`'s variable (a scalar's words need nothing).
 ///

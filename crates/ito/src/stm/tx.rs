@@ -32,7 +32,9 @@ use super::{Kind, StmError, StmResult};
 use crate::future::cell::{CellHeader, ListGuard, TxState, Waiter};
 use crate::loom::{AtomicBool, AtomicU64, Ordering};
 
-/// Process-wide STM state.
+/// Process-wide STM state, on a cache line of its own (readers write the clock; no unrelated
+/// static should pay for that).
+#[repr(align(64))]
 pub(crate) struct Global {
     /// The version clock: the version of the newest commit.
     pub(crate) clock: AtomicU64,

@@ -30,7 +30,7 @@ use super::reclaim::{self, Guard};
 use super::tvar::{Header, LOCKED, VERSION_SHIFT, WAITERS, version};
 use super::{Kind, StmError, StmResult};
 use crate::future::cell::{CellHeader, ListGuard, TxState, Waiter};
-use crate::loom::{AtomicBool, AtomicU64, Ordering};
+use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// Process-wide STM state, on a cache line of its own (readers write the clock; no unrelated
 /// static should pay for that).
@@ -143,6 +143,9 @@ impl Tx {
     pub(crate) fn begin(global: &'static Global, serial: bool) -> Tx {
         let guard = reclaim::pin();
         let rv = global.clock.load(Ordering::Acquire);
+        // Pairs with the committer's fence between locking and sampling the clock (`commit`):
+        // a commit whose version is within our snapshot had its locks visible to our reads.
+        fence(Ordering::SeqCst);
         // During thread teardown (or under loom, whose threads share this slot) there may be
         // none: make one.
         let log = LOG.try_with(Cell::take).ok().flatten().unwrap_or_default();
@@ -217,6 +220,9 @@ impl Tx {
         if now == self.rv && self.log.reads.is_empty() && self.log.cell_reads.is_empty() {
             return true;
         }
+        // As in `begin`: the reads from here on see the locks of every commit whose version is
+        // within `now`.
+        fence(Ordering::SeqCst);
         let unchanged = self.log.reads.iter().all(|r| {
             // SAFETY: logged variables stay allocated while we are pinned.
             let now = unsafe { r.hdr.as_ref() }.lock.load(Ordering::Acquire);
@@ -395,8 +401,16 @@ impl Tx {
                 }
             }
         };
-        // Pairs with the serial transaction's flag store: either it sees our locks (or our new
-        // versions) and runs again, or we see its flag and step back.
+        // Orders our locks before our clock sample for every reader, whose snapshot time is
+        // a clock load followed by the same fence (`begin`, `extend`). Without it, locking and
+        // sampling here against moving the clock (`advance_clock`) and reading there is a
+        // store-buffering pattern: we could sample a clock older than a reader's snapshot (so
+        // our version is within it) while the reader still sees our variables unlocked, and
+        // it would read one of them before us and another after us
+        // (`loom_stm_clock_sample_and_snapshot_are_ordered`). It also pairs with the serial
+        // transaction's flag store: either it sees our locks (or our new versions) and runs
+        // again, or we see its flag and step back.
+        fence(Ordering::SeqCst);
         if !self.serial && self.global.serial.load(Ordering::SeqCst) {
             drop(cells);
             self.unlock_all();

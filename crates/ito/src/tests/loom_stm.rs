@@ -205,3 +205,101 @@ fn loom_stm_retry_woken_with_stale_waiters_bit() {
         assert_eq!(waiter.join().unwrap(), 1);
     });
 }
+
+/// GV5 (commits sample the clock without writing it) against a reader whose snapshot is
+/// newer than a commit's clock sample: `w` was committed at version 1 while the clock stayed
+/// at 0. A transfer writes `z` and `x` (version `clock + 1`). A reader meets `w`, so it moves
+/// the clock to 1 and extends its snapshot to 1, then reads `z` and `x`. If the transfer
+/// sampled the clock before it moved, its version is 1, within the reader's snapshot, and
+/// nothing re-checks `z`: the reader's load of `z` must see the transfer's lock. Committer
+/// (lock `z`, load the clock) and reader (move the clock, load `z`) are a store-buffering
+/// pattern, which acquire/release alone does not order.
+#[test]
+fn loom_stm_clock_sample_and_snapshot_are_ordered() {
+    loom::model(|| {
+        let g = global();
+        let w = Arc::new(TVar::new(0i32));
+        atomically_in(g, |tx| w.write(tx, 1)); // version 1; the clock stays 0
+        let x = Arc::new(TVar::new(0i32));
+        let z = Arc::new(TVar::new(0i32));
+        let (x2, z2) = (x.clone(), z.clone());
+        let writer = thread::spawn(move || {
+            atomically_in(g, |tx| {
+                z2.write(tx, 1)?;
+                x2.write(tx, 1)
+            })
+        });
+        let seen = atomically_in(g, |tx| {
+            w.read(tx)?;
+            let z = z.read(tx)?;
+            Ok((z, x.read(tx)?))
+        });
+        writer.join().unwrap();
+        assert!(
+            seen == (0, 0) || seen == (1, 1),
+            "a snapshot saw half a transfer: (z, x) = {seen:?}"
+        );
+    });
+}
+
+/// [`loom_stm_clock_sample_and_snapshot_are_ordered`] with the clock moved by another
+/// thread: the reader begins with a snapshot (1) newer than the transfer's clock sample (0).
+#[test]
+fn loom_stm_clock_sample_and_snapshot_are_ordered_at_begin() {
+    loom::model(|| {
+        let g = global();
+        let w = Arc::new(TVar::new(0i32));
+        atomically_in(g, |tx| w.write(tx, 1)); // version 1; the clock stays 0
+        let x = Arc::new(TVar::new(0i32));
+        let z = Arc::new(TVar::new(0i32));
+        let (x2, z2) = (x.clone(), z.clone());
+        let mover = thread::spawn(move || atomically_in(g, |tx| w.read(tx)));
+        let reader = thread::spawn(move || {
+            atomically_in(g, |tx| {
+                let z = z2.read(tx)?;
+                Ok((z, x2.read(tx)?))
+            })
+        });
+        atomically_in(g, |tx| {
+            z.write(tx, 1)?;
+            x.write(tx, 1)
+        });
+        mover.join().unwrap();
+        let seen = reader.join().unwrap();
+        assert!(
+            seen == (0, 0) || seen == (1, 1),
+            "a snapshot saw half a transfer: (z, x) = {seen:?}"
+        );
+    });
+}
+
+/// Write skew: each transaction writes one variable if the other is still 0, so in any
+/// serial order only one of them writes. Each commit locks its write set, then validates
+/// its read set: two committers doing that crosswise are a store-buffering pattern too (each
+/// could miss the other's lock), which the commit's fence orders.
+#[test]
+fn loom_stm_no_write_skew() {
+    loom::model(|| {
+        let g = global();
+        let x = Arc::new(TVar::new(0u8));
+        let y = Arc::new(TVar::new(0u8));
+        let (x2, y2) = (x.clone(), y.clone());
+        let t = thread::spawn(move || {
+            atomically_in(g, |tx| {
+                if y2.read(tx)? == 0 {
+                    x2.write(tx, 1)?;
+                }
+                Ok(())
+            })
+        });
+        atomically_in(g, |tx| {
+            if x.read(tx)? == 0 {
+                y.write(tx, 1)?;
+            }
+            Ok(())
+        });
+        t.join().unwrap();
+        let both = (x.read_atomic(), y.read_atomic());
+        assert_ne!(both, (1, 1), "both wrote: not serializable");
+    });
+}

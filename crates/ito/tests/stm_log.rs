@@ -334,3 +334,49 @@ fn async_transactions_moving_between_workers_keep_their_writes() {
         steps * (steps - 1) / 2 + steps * 1_000_000
     );
 }
+
+/// A commit that completes a promise and then drops a shadowed pending value (an `or_else`
+/// branch rewrote a variable) whose `Drop` panics: the transaction has committed (the value
+/// and the promise are published), so the promise's callbacks must still run; the panic
+/// comes out of `atomically` afterwards.
+#[test]
+fn a_panicking_drop_after_a_commit_still_notifies_the_promises_it_completed() {
+    common::quiet_expected_panics();
+    let x = TVar::new(Tracked::new());
+    let p = Promise::<u32>::new();
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let seen_by_callback = Arc::new(TVar::new(0u32));
+    let s2 = seen_by_callback.clone();
+    p.future().on_complete(move |r| {
+        // The transaction is over when callbacks run, even as its panic unwinds: they may
+        // run transactions of their own.
+        atomically(|tx| s2.write(tx, 1));
+        let _ = ran_tx.send(r);
+    });
+    let mut bomb = Tracked::new();
+    bomb.panics = true;
+    let next = Tracked::new();
+    let (bid, nid) = (bomb.id, next.id);
+    let mut vals = Some((bomb, next));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        atomically(|tx| {
+            let (bomb, next) = vals.take().expect("one attempt");
+            x.write(tx, bomb)?;
+            // The branch writes `x` again: the older entry is shadowed, dropped after the commit.
+            tx.or_else(|tx| x.write(tx, next), |_| unreachable!())?;
+            p.try_success_tx(tx, 7)
+        })
+    }));
+    assert!(r.is_err(), "the shadowed value's drop panics");
+    assert_eq!(x.read_atomic().id, nid, "the commit was published");
+    assert_eq!(live(bid), 0);
+    assert!(p.is_completed());
+    let got = ran_rx.recv_timeout(Duration::from_secs(if cfg!(miri) { 600 } else { 10 }));
+    assert_eq!(
+        got.ok(),
+        Some(Ok(7)),
+        "the promise's callback never ran (its notification was lost)"
+    );
+    assert_eq!(seen_by_callback.read_atomic(), 1);
+    assert_eq!(common::get(&p.future()), Ok(7));
+}

@@ -456,12 +456,14 @@ impl Tx {
         if waiters {
             self.wake_writes();
         }
-        if self.log.shadowed {
-            self.truncate_writes(0); // frees the shadowed values
-        } else {
+        if !self.log.shadowed {
             // Every entry was published: nothing left to free.
             self.log.writes.clear();
         }
+        // Otherwise the shadowed values (an `or_else` branch rewrote their variables) are
+        // dropped with the transaction (`Drop for Tx`), not here: a value's `Drop` may panic,
+        // and the caller drops the transaction while it holds the returned `Notify`, which
+        // then still wakes the waiters of the promises we completed as the panic unwinds.
         if !self.log.cell_writes.is_empty() {
             self.truncate_cell_writes(0);
         }

@@ -170,9 +170,13 @@ impl Header {
     /// `Acquire` load of a word reads this store then sees our lock (or later) in the lock
     /// word, and rejects the read if it saw an older word first.
     ///
-    /// The caller holds the variable's lock and `words` came from a write to this variable.
+    /// # Safety
+    ///
+    /// The caller holds the variable's lock, and `words` came from `to_words::<T>` for this
+    /// variable's `T` (a write to it): readers turn them back into a `T` (`from_words`), and
+    /// for `bool` or `char` other bits would be an invalid value.
     #[inline]
-    pub(crate) fn publish_words(&self, words: [u64; 2]) {
+    pub(crate) unsafe fn publish_words(&self, words: [u64; 2]) {
         self.words[0].store(words[0], Ordering::Release);
         self.words[1].store(words[1], Ordering::Release);
     }

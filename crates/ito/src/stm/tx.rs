@@ -437,8 +437,9 @@ impl Tx {
             // SAFETY: logged variables stay allocated while we are pinned.
             let h = unsafe { w.hdr.as_ref() };
             match &mut w.value {
-                // We hold the lock; the words were written to this variable.
-                Pending::Inline(words) => h.publish_words(*words),
+                // SAFETY: we hold the lock; the words were written to this variable (by
+                // `TVar::<T>::write`, so they are a `T`'s).
+                Pending::Inline(words) => unsafe { h.publish_words(*words) },
                 // SAFETY: we hold the lock; the value was written to this variable; pinned.
                 Pending::Boxed(value) => unsafe { publish_boxed(&self.guard, w.hdr, value) },
             }

@@ -206,39 +206,57 @@ fn loom_stm_retry_woken_with_stale_waiters_bit() {
     });
 }
 
+/// The variables of the GV5 models below: `w` committed at version 1 while the clock stayed
+/// at 0 (commits do not move it), and `z`, `x` for a transfer.
+type Vars = (
+    &'static Global,
+    Arc<TVar<i32>>,
+    Arc<TVar<i32>>,
+    Arc<TVar<i32>>,
+);
+
+fn gv5_vars() -> Vars {
+    let g = global();
+    let w = Arc::new(TVar::new(0i32));
+    atomically_in(g, |tx| w.write(tx, 1));
+    (g, w, Arc::new(TVar::new(0i32)), Arc::new(TVar::new(0i32)))
+}
+
+/// The transfer: both variables to 1.
+fn transfer(g: &'static Global, z: &TVar<i32>, x: &TVar<i32>) {
+    atomically_in(g, |tx| {
+        z.write(tx, 1)?;
+        x.write(tx, 1)
+    });
+}
+
+fn assert_whole(seen: (i32, i32)) {
+    assert!(
+        seen == (0, 0) || seen == (1, 1),
+        "a snapshot saw half a transfer: (z, x) = {seen:?}"
+    );
+}
+
 /// GV5 (commits sample the clock without writing it) against a reader whose snapshot is
-/// newer than a commit's clock sample: `w` was committed at version 1 while the clock stayed
-/// at 0. A transfer writes `z` and `x` (version `clock + 1`). A reader meets `w`, so it moves
-/// the clock to 1 and extends its snapshot to 1, then reads `z` and `x`. If the transfer
-/// sampled the clock before it moved, its version is 1, within the reader's snapshot, and
-/// nothing re-checks `z`: the reader's load of `z` must see the transfer's lock. Committer
-/// (lock `z`, load the clock) and reader (move the clock, load `z`) are a store-buffering
-/// pattern, which acquire/release alone does not order.
+/// newer than a commit's clock sample. A transfer writes `z` and `x` (version `clock + 1`).
+/// A reader meets `w` (version 1), so it moves the clock to 1 and extends its snapshot to 1,
+/// then reads `z` and `x`. If the transfer sampled the clock before it moved, its version is
+/// 1, within the reader's snapshot, and nothing re-checks `z`: the reader's load of `z` must
+/// see the transfer's lock. Committer (lock `z`, load the clock) and reader (move the clock,
+/// load `z`) are a store-buffering pattern, which acquire/release alone does not order.
 #[test]
 fn loom_stm_clock_sample_and_snapshot_are_ordered() {
     loom::model(|| {
-        let g = global();
-        let w = Arc::new(TVar::new(0i32));
-        atomically_in(g, |tx| w.write(tx, 1)); // version 1; the clock stays 0
-        let x = Arc::new(TVar::new(0i32));
-        let z = Arc::new(TVar::new(0i32));
+        let (g, w, z, x) = gv5_vars();
         let (x2, z2) = (x.clone(), z.clone());
-        let writer = thread::spawn(move || {
-            atomically_in(g, |tx| {
-                z2.write(tx, 1)?;
-                x2.write(tx, 1)
-            })
-        });
+        let writer = thread::spawn(move || transfer(g, &z2, &x2));
         let seen = atomically_in(g, |tx| {
             w.read(tx)?;
             let z = z.read(tx)?;
             Ok((z, x.read(tx)?))
         });
         writer.join().unwrap();
-        assert!(
-            seen == (0, 0) || seen == (1, 1),
-            "a snapshot saw half a transfer: (z, x) = {seen:?}"
-        );
+        assert_whole(seen);
     });
 }
 
@@ -247,11 +265,7 @@ fn loom_stm_clock_sample_and_snapshot_are_ordered() {
 #[test]
 fn loom_stm_clock_sample_and_snapshot_are_ordered_at_begin() {
     loom::model(|| {
-        let g = global();
-        let w = Arc::new(TVar::new(0i32));
-        atomically_in(g, |tx| w.write(tx, 1)); // version 1; the clock stays 0
-        let x = Arc::new(TVar::new(0i32));
-        let z = Arc::new(TVar::new(0i32));
+        let (g, w, z, x) = gv5_vars();
         let (x2, z2) = (x.clone(), z.clone());
         let mover = thread::spawn(move || atomically_in(g, |tx| w.read(tx)));
         let reader = thread::spawn(move || {
@@ -260,16 +274,9 @@ fn loom_stm_clock_sample_and_snapshot_are_ordered_at_begin() {
                 Ok((z, x2.read(tx)?))
             })
         });
-        atomically_in(g, |tx| {
-            z.write(tx, 1)?;
-            x.write(tx, 1)
-        });
+        transfer(g, &z, &x);
         mover.join().unwrap();
-        let seen = reader.join().unwrap();
-        assert!(
-            seen == (0, 0) || seen == (1, 1),
-            "a snapshot saw half a transfer: (z, x) = {seen:?}"
-        );
+        assert_whole(reader.join().unwrap());
     });
 }
 

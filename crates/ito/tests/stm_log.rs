@@ -275,12 +275,7 @@ fn a_nested_atomically_caught_inside_a_transaction_leaves_it_intact() {
         let nested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             atomically(|tx| z.write(tx, 5))
         }));
-        let msg = nested.expect_err("nested atomically must panic");
-        let msg = msg
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
+        let msg = common::panic_message(&*nested.expect_err("nested atomically must panic"));
         assert!(msg.contains("inside a transaction"), "unclear panic: {msg}");
         assert_eq!(x.read(tx)?, 1, "the outer log lost its write");
         assert_eq!(y.read(tx)?.id, vid);

@@ -12,8 +12,10 @@
 //!   index first.
 //!
 //! A run's clock covers the threads' transfers only: the accounts are built and the threads
-//! started before it starts (they wait on a barrier), and it stops when the last thread is
-//! done. Afterwards the balances are summed: the total must still be `1000 * accounts`
+//! started before it starts (they wait on a barrier). Each thread reads the clock itself when
+//! it leaves the barrier and when it is done, and the run lasts from the first start to the
+//! last end (a clock read by the main thread after the barrier would start late whenever the
+//! main thread is not scheduled at once, which on a loaded machine made runs look faster). Afterwards the balances are summed: the total must still be `1000 * accounts`
 //! (`total_ok`), else the run fails and the process exits with status 1.
 //!
 //! With `--audit`, one more thread sums all the balances in a single transaction (for
@@ -320,7 +322,9 @@ fn run<B: Bank>(threads: usize, accounts: usize, ops: u64, audit: bool) -> Outco
                 let (bank, start_line) = (&bank, &start_line);
                 s.spawn(move || {
                     start_line.wait();
-                    work(bank, accounts, ops, t)
+                    let start = Instant::now();
+                    let attempts = work(bank, accounts, ops, t);
+                    (start, Instant::now(), attempts)
                 })
             })
             .collect();
@@ -342,13 +346,23 @@ fn run<B: Bank>(threads: usize, accounts: usize, ops: u64, audit: bool) -> Outco
             })
         });
         start_line.wait();
-        let start = Instant::now();
-        let attempts: u64 = workers
+        let spans: Vec<(Instant, Instant, u64)> = workers
             .into_iter()
             .map(|w| w.join().expect("a transfer thread panicked"))
-            .sum();
-        let seconds = start.elapsed().as_secs_f64();
+            .collect();
         done.store(true, Ordering::Release);
+        let first_start = spans
+            .iter()
+            .map(|s| s.0)
+            .min()
+            .expect("at least one thread");
+        let last_end = spans
+            .iter()
+            .map(|s| s.1)
+            .max()
+            .expect("at least one thread");
+        let seconds = last_end.duration_since(first_start).as_secs_f64();
+        let attempts: u64 = spans.iter().map(|s| s.2).sum();
         let audits = auditor.map(|a| a.join().expect("the auditor panicked"));
         (seconds, attempts, audits)
     });

@@ -90,10 +90,14 @@ fn bank_transfers_keep_the_total_and_readers_see_snapshots() {
 }
 
 /// Two variables whose sum is always 0; readers read one, then the other, and check inside.
-#[test]
-fn opacity_under_contention() {
-    let x = Arc::new(TVar::new(0i64));
-    let y = Arc::new(TVar::new(0i64));
+/// `wrap`/`unwrap` choose how the value is stored: scalars live inline in the variable,
+/// other types are boxed (`stm/tvar.rs`), and both must stay opaque.
+fn opacity_under_contention_with<T: Clone + Send + Sync + 'static>(
+    wrap: fn(i64) -> T,
+    unwrap: fn(&T) -> i64,
+) {
+    let x = Arc::new(TVar::new(wrap(0)));
+    let y = Arc::new(TVar::new(wrap(0)));
     let broken = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     std::thread::scope(|s| {
@@ -102,8 +106,8 @@ fn opacity_under_contention() {
             s.spawn(move || {
                 for _ in 0..20_000 {
                     atomically(|tx| {
-                        x.modify(tx, |v| v + d)?;
-                        y.modify(tx, |v| v - d)
+                        x.modify(tx, |v| wrap(unwrap(&v) + d))?;
+                        y.modify(tx, |v| wrap(unwrap(&v) - d))
                     });
                 }
             });
@@ -113,9 +117,9 @@ fn opacity_under_contention() {
             s.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     atomically(|tx| {
-                        let a = x.read(tx)?;
+                        let a = unwrap(&x.read(tx)?);
                         std::hint::spin_loop();
-                        let b = y.read(tx)?;
+                        let b = unwrap(&y.read(tx)?);
                         if a + b != 0 {
                             broken.fetch_add(1, Ordering::Relaxed);
                         }
@@ -128,7 +132,86 @@ fn opacity_under_contention() {
         stop.store(true, Ordering::Relaxed);
     });
     assert_eq!(broken.load(Ordering::Relaxed), 0);
-    assert_eq!(x.read_atomic() + y.read_atomic(), 0);
+    assert_eq!(unwrap(&x.read_atomic()) + unwrap(&y.read_atomic()), 0);
+}
+
+#[test]
+fn opacity_under_contention() {
+    opacity_under_contention_with(|v| v, |v| *v);
+}
+
+#[test]
+fn opacity_under_contention_boxed_values() {
+    opacity_under_contention_with(Some, |v| v.unwrap());
+}
+
+/// Every scalar type (stored inline, in the variable's words) reads back exactly what was
+/// written, extremes included, in transactions and outside.
+#[test]
+fn scalars_of_every_kind_round_trip() {
+    fn check<T: Clone + Send + Sync + PartialEq + std::fmt::Debug + 'static>(a: T, b: T) {
+        let v = TVar::new(a.clone());
+        assert_eq!(v.read_atomic(), a);
+        let seen = atomically(|tx| {
+            let old = v.replace(tx, b.clone())?;
+            Ok((old, v.read(tx)?))
+        });
+        assert_eq!(seen, (a, b.clone()));
+        assert_eq!(v.read_atomic(), b);
+    }
+    check(i8::MIN, i8::MAX);
+    check(u8::MAX, 0);
+    check(i16::MIN, -1);
+    check(u16::MAX, 1);
+    check(i32::MIN, i32::MAX);
+    check(u32::MAX, 7);
+    check(i64::MIN, i64::MAX);
+    check(u64::MAX, 1 << 63);
+    check(isize::MIN, isize::MAX);
+    check(usize::MAX, 3);
+    check(i128::MIN, i128::MAX);
+    check(u128::MAX, (1u128 << 64) | 5);
+    check(true, false);
+    check('a', '\u{10FFFF}');
+    check(f32::MIN_POSITIVE, -0.0f32);
+    check(f64::MAX, f64::EPSILON);
+    let nan = f64::from_bits(0x7ff8_0000_dead_beef);
+    let v = TVar::new(nan);
+    assert_eq!(v.read_atomic().to_bits(), nan.to_bits());
+}
+
+/// A two-word scalar is published word by word: a reader never sees the words of two
+/// different commits (every value written has equal halves).
+#[test]
+fn two_word_scalars_are_never_torn() {
+    let v = Arc::new(TVar::new(0u128));
+    let stop = AtomicBool::new(false);
+    let torn = AtomicUsize::new(0);
+    let halves_equal = |x: u128| (x >> 64) as u64 == x as u64;
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let v = &v;
+            s.spawn(move || {
+                for i in 0..20_000u64 {
+                    let k = u128::from(i * 2 + t);
+                    atomically(|tx| v.write(tx, (k << 64) | k));
+                }
+            });
+        }
+        let (v, stop, torn) = (&v, &stop, &torn);
+        s.spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let inside = atomically(|tx| v.read(tx));
+                if !halves_equal(inside) || !halves_equal(v.read_atomic()) {
+                    torn.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(torn.load(Ordering::Relaxed), 0);
+    assert!(halves_equal(v.read_atomic()));
 }
 
 /// A producer and a consumer hand values through a one-slot TVar thousands of times: a lost

@@ -463,11 +463,6 @@ fn a_stale_conflict_is_a_clear_panic() {
             Ok(())
         })
     }));
-    let msg = r.unwrap_err();
-    let msg = msg
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default();
+    let msg = common::panic_message(&*r.unwrap_err());
     assert!(msg.contains("earlier attempt"), "{msg}");
 }

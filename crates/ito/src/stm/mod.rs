@@ -215,10 +215,14 @@ const SERIAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(10
 /// Blocks (handing the worker's place on) while another transaction runs in serial mode, for
 /// at most [`SERIAL_PATIENCE`]. Returns `true` if it ran out of patience: the caller then
 /// commits even while the serial transaction runs.
+#[inline]
 fn wait_while_serial(g: &'static Global) -> bool {
-    if !g.serial.load(Ordering::Relaxed) {
-        return false;
-    }
+    g.serial.load(Ordering::Relaxed) && defer_to_serial(g)
+}
+
+/// [`wait_while_serial`] once a serial transaction was seen.
+#[cold]
+fn defer_to_serial(g: &'static Global) -> bool {
     crate::block_in_place(|| {
         let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
@@ -335,12 +339,12 @@ pub(crate) fn atomically_in<R>(
 /// sleep (async), or `None` once done.
 fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
     assert!(
-        !tx.reads.is_empty() || !tx.cell_reads.is_empty(),
+        !tx.log.reads.is_empty() || !tx.log.cell_reads.is_empty(),
         "ito::stm: `retry` in a transaction that read no TVar would wait for ever"
     );
     let sleeper = Sleeper::new(wake);
     let mut vars: Vec<std::ptr::NonNull<Header>> = Vec::new();
-    for r in &tx.reads {
+    for r in &tx.log.reads {
         if vars.contains(&r.hdr) {
             continue;
         }
@@ -353,13 +357,13 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         }
     }
     assert!(
-        !vars.is_empty() || !tx.cell_reads.is_empty(),
+        !vars.is_empty() || !tx.log.cell_reads.is_empty(),
         "ito::stm: `retry` would wait for ever: every TVar the transaction read has been dropped"
     );
     // Then mark each variable WAITERS, but only if it is still as we read it: a commit that
     // changed it since either came first (our CAS fails: run again now) or will see the bit
     // when it locks the variable (and wake us: we are on its list already).
-    for r in &tx.reads {
+    for r in &tx.log.reads {
         if !vars.contains(&r.hdr) {
             continue;
         }
@@ -370,7 +374,7 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         }
     }
     let mut cells = Vec::new();
-    for r in &tx.cell_reads {
+    for r in &tx.log.cell_reads {
         // SAFETY: the log holds a reference; ours keeps the cell alive after `tx` goes.
         unsafe { r.cell.as_ref() }.inc_ref();
         cells.push((r.cell, cells::register(r.cell, &sleeper)));

@@ -22,16 +22,28 @@
 //!
 //! # The value
 //!
-//! `value` points at a heap `T` that is never mutated: a commit stores a pointer to a new
-//! one (while `LOCKED`) and hands the old one to the epoch collector (`reclaim.rs`). A reader
-//! clones the pointee while pinned, then re-reads the lock word: same word, unlocked, means the
-//! clone is of the value that version published.
+//! Scalars (the integer types, `f32`, `f64`, `bool`, `char`: [`is_scalar`]) live in the
+//! header itself, in two words (`Header::words`) that a commit overwrites while it holds
+//! `LOCKED`, with `Release` stores before its unlock store; a reader loads the lock word, the
+//! words (`Acquire`), and the lock word again, a seqlock: same word, unlocked, means the words
+//! are the value that version published (a word from a later commit would make the second
+//! lock load see that commit's lock). Scalars have no padding, every byte is initialized and
+//! every value is `Copy`, so the words are exact and a read needs no allocation, no clone and
+//! nothing freed later.
+//!
+//! Every other `T`: `value` points at a heap `T` that is never mutated: a commit stores a
+//! pointer to a new one (while `LOCKED`) and hands the old one to the epoch collector
+//! (`reclaim.rs`). A reader clones the pointee while pinned, then re-reads the lock word: same
+//! word, unlocked, means the clone is of the value that version published.
 
+use std::any::TypeId;
 use std::marker::PhantomData;
+use std::mem::{MaybeUninit, size_of};
 use std::ptr::NonNull;
 
 use super::alloc;
 use super::reclaim::{self, Guard};
+use super::tx::Pending;
 use super::wait::WaitList;
 use super::{StmResult, Tx};
 use crate::loom::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
@@ -47,10 +59,74 @@ pub(crate) fn version(word: u64) -> u64 {
     word >> VERSION_SHIFT
 }
 
+/// Whether `TVar<T>` keeps its value inline, in [`Header::words`]: the primitive scalar types,
+/// which have no padding (every byte of a value is initialized, so the words are exact),
+/// no invalid bit patterns across the words that can tear (the types of more than one word
+/// are integers), no `Drop`, and a `Clone` that is a copy. Folds to a constant.
+#[inline(always)]
+pub(crate) fn is_scalar<T: 'static>() -> bool {
+    let t = TypeId::of::<T>();
+    t == TypeId::of::<i64>()
+        || t == TypeId::of::<u64>()
+        || t == TypeId::of::<usize>()
+        || t == TypeId::of::<isize>()
+        || t == TypeId::of::<i32>()
+        || t == TypeId::of::<u32>()
+        || t == TypeId::of::<bool>()
+        || t == TypeId::of::<i8>()
+        || t == TypeId::of::<u8>()
+        || t == TypeId::of::<i16>()
+        || t == TypeId::of::<u16>()
+        || t == TypeId::of::<i128>()
+        || t == TypeId::of::<u128>()
+        || t == TypeId::of::<f32>()
+        || t == TypeId::of::<f64>()
+        || t == TypeId::of::<char>()
+}
+
+/// The words of a scalar (`is_scalar::<T>()`), zero beyond its size.
+#[inline(always)]
+fn to_words<T: 'static>(value: T) -> [u64; 2] {
+    debug_assert!(is_scalar::<T>() && size_of::<T>() <= 16);
+    let mut words = [0u64; 2];
+    // SAFETY: a scalar is at most 16 bytes, all of them initialized (no padding); the copy is
+    // bytewise, so the alignment of `T` does not matter. `T` has no `Drop`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&raw const value).cast::<u8>(),
+            words.as_mut_ptr().cast::<u8>(),
+            size_of::<T>(),
+        )
+    };
+    words
+}
+
+/// The scalar whose words (`to_words`) these are.
+///
+/// # Safety
+///
+/// `words` came from `to_words::<T>` (for a type of two words, both from the same call).
+#[inline(always)]
+unsafe fn from_words<T: 'static>(words: [u64; 2]) -> T {
+    let mut v = MaybeUninit::<T>::uninit();
+    // SAFETY: the bytes of a `T` that `to_words` copied out (the caller's contract), copied
+    // back bytewise into a place of type `T`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            words.as_ptr().cast::<u8>(),
+            v.as_mut_ptr().cast::<u8>(),
+            size_of::<T>(),
+        );
+        v.assume_init()
+    }
+}
+
 /// The type-erased front of every TVar.
 #[repr(C)]
 pub(crate) struct Header {
     pub(crate) lock: AtomicU64,
+    /// A scalar's value (`is_scalar`), written only under `LOCKED`; unused for other types.
+    pub(crate) words: [AtomicU64; 2],
     refs: AtomicUsize,
     /// The wait list, made on the first `retry` that waits on this variable (most variables
     /// never have one, and a 64-byte header would put the lock word and the value pointer on
@@ -70,9 +146,11 @@ pub(crate) struct VTable {
     free: unsafe fn(NonNull<Header>),
 }
 
-#[repr(C)]
+/// A variable: one cache line (scalars never leave it), so that two variables never share one.
+#[repr(C, align(64))]
 struct Inner<T> {
     header: Header,
+    /// The current value of a non-scalar `T` (from `alloc::alloc_value`); null for scalars.
     value: AtomicPtr<T>,
 }
 
@@ -86,6 +164,21 @@ impl Header {
     pub(crate) unsafe fn publish(this: NonNull<Header>, value: *mut ()) -> *mut () {
         // SAFETY: forwarded.
         unsafe { (this.as_ref().vtable.publish)(this, value) }
+    }
+
+    /// Publishes a scalar's words (see the module docs): `Release`, so a reader whose
+    /// `Acquire` load of a word reads this store then sees our lock (or later) in the lock
+    /// word, and rejects the read if it saw an older word first.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the variable's lock, and `words` came from `to_words::<T>` for this
+    /// variable's `T` (a write to it): readers turn them back into a `T` (`from_words`), and
+    /// for `bool` or `char` other bits would be an invalid value.
+    #[inline]
+    pub(crate) unsafe fn publish_words(&self, words: [u64; 2]) {
+        self.words[0].store(words[0], Ordering::Release);
+        self.words[1].store(words[1], Ordering::Release);
     }
 
     pub(crate) fn drop_value_fn(&self) -> unsafe fn(*mut ()) {
@@ -245,14 +338,20 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     /// assert_eq!(v.read_atomic(), "hi");
     /// ```
     pub fn new(value: T) -> TVar<T> {
+        let (words, value) = if is_scalar::<T>() {
+            (to_words(value), std::ptr::null_mut())
+        } else {
+            ([0; 2], alloc::alloc_value(value))
+        };
         let inner = Box::new(Inner {
             header: Header {
                 lock: AtomicU64::new(0),
+                words: [AtomicU64::new(words[0]), AtomicU64::new(words[1])],
                 refs: AtomicUsize::new(1),
                 waiters: AtomicPtr::new(std::ptr::null_mut()),
                 vtable: &VTableOf::<T>::VTABLE,
             },
-            value: AtomicPtr::new(alloc::alloc_value(value)),
+            value: AtomicPtr::new(value),
         });
         TVar {
             ptr: NonNull::from(Box::leak(inner)).cast(),
@@ -285,11 +384,15 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
         tx.check_failed()?;
         let hdr = self.header();
         if let Some(p) = tx.pending(hdr) {
-            // SAFETY: a pending value of this variable is a `Box<T>` owned by the log.
-            return Ok(unsafe { (*p.cast::<T>()).clone() });
+            return Ok(match p {
+                // SAFETY: a pending value of this variable: a scalar's words.
+                Pending::Inline(words) => unsafe { from_words(words) },
+                // SAFETY: a pending value of this variable: a `T` owned by the log.
+                Pending::Boxed(p) => unsafe { (*p.cast::<T>()).clone() },
+            });
         }
         loop {
-            match self.read_consistent(&tx.guard) {
+            match self.read_consistent(Some(&tx.guard)) {
                 Some((v, word)) if version(word) <= tx.rv => {
                     tx.log_read(hdr, word);
                     return Ok(v);
@@ -319,7 +422,12 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     #[inline]
     pub fn write(&self, tx: &mut Tx, value: T) -> StmResult<()> {
         tx.check_failed()?;
-        tx.log_write(self.header(), alloc::alloc_value(value).cast());
+        let value = if is_scalar::<T>() {
+            Pending::Inline(to_words(value))
+        } else {
+            Pending::Boxed(alloc::alloc_value(value).cast())
+        };
+        tx.log_write(self.header(), value);
         Ok(())
     }
 
@@ -358,9 +466,10 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     /// assert_eq!(v.read_atomic(), 3);
     /// ```
     pub fn read_atomic(&self) -> T {
-        let guard = reclaim::pin();
+        // (Scalars are read without a pin: nothing of theirs is ever freed while we look.)
+        let guard = (!is_scalar::<T>()).then(reclaim::pin);
         loop {
-            if let Some((v, _)) = self.read_consistent(&guard) {
+            if let Some((v, _)) = self.read_consistent(guard.as_ref()) {
                 return v;
             }
             crate::loom::spin_loop();
@@ -370,11 +479,28 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     /// One attempt at a consistent read: the value and the (unlocked) lock word it belongs to,
     /// or `None` if a commit was in progress.
     #[inline]
-    pub(crate) fn read_consistent(&self, _guard: &Guard) -> Option<(T, u64)> {
+    pub(crate) fn read_consistent(&self, _guard: Option<&Guard>) -> Option<(T, u64)> {
         let inner = self.inner();
         let before = inner.header.lock.load(Ordering::Acquire);
         if before & LOCKED != 0 {
             return None;
+        }
+        if is_scalar::<T>() {
+            // A seqlock read (module docs): the `Acquire` word loads keep the second lock load
+            // after them, and one that reads a later commit's word makes that load see the
+            // commit's lock.
+            let w0 = inner.header.words[0].load(Ordering::Acquire);
+            let w1 = if size_of::<T>() > 8 {
+                inner.header.words[1].load(Ordering::Acquire)
+            } else {
+                0
+            };
+            let after = inner.header.lock.load(Ordering::Acquire);
+            return ((before ^ after) & !WAITERS == 0).then(|| {
+                // SAFETY: unchanged and unlocked around the loads: the words one commit (or
+                // `new`) stored with `to_words::<T>`.
+                (unsafe { from_words([w0, w1]) }, before)
+            });
         }
         let p = inner.value.load(Ordering::Acquire);
         // SAFETY: the pointee is never mutated, and it is not freed while we are pinned (a
@@ -455,6 +581,8 @@ unsafe fn free<T>(h: NonNull<Header>) {
         drop(unsafe { Box::from_raw(waiters) });
     }
     let value = inner.value.load(Ordering::Relaxed);
-    // SAFETY: the current value, owned by the variable.
-    unsafe { alloc::free_value(value) };
+    if !value.is_null() {
+        // SAFETY: the current value of a non-scalar, owned by the variable.
+        unsafe { alloc::free_value(value) };
+    }
 }

@@ -12,45 +12,109 @@ fn global() -> &'static Global {
     Box::leak(Box::new(Global::new()))
 }
 
+/// A value that is not a scalar, so its variable keeps it boxed (`stm/tvar.rs`): the models
+/// below run on both representations.
+#[derive(Clone, Copy, PartialEq, Debug)]
+struct Boxed(i32);
+
+/// The values a model stores, as scalars or boxed.
+trait Value: Clone + Send + Sync + 'static {
+    fn of(v: i32) -> Self;
+    fn get(&self) -> i32;
+}
+
+impl Value for i32 {
+    fn of(v: i32) -> Self {
+        v
+    }
+    fn get(&self) -> i32 {
+        *self
+    }
+}
+
+impl Value for Boxed {
+    fn of(v: i32) -> Self {
+        Boxed(v)
+    }
+    fn get(&self) -> i32 {
+        self.0
+    }
+}
+
 /// A transfer commits all or nothing: a concurrent reader's snapshot always sums to zero
 /// (read in both orders: a commit publishes its variables one after the other), and the
 /// commit lands.
-#[test]
-fn loom_stm_commit_is_atomic() {
+fn commit_is_atomic<V: Value>() {
     loom::model(|| {
         let g = global();
-        let x = Arc::new(TVar::new(0i32));
-        let y = Arc::new(TVar::new(0i32));
+        let x = Arc::new(TVar::new(V::of(0)));
+        let y = Arc::new(TVar::new(V::of(0)));
         let (x2, y2) = (x.clone(), y.clone());
         let reader = thread::spawn(move || {
-            let a = atomically_in(g, |tx| Ok(y2.read(tx)? + x2.read(tx)?));
-            let b = atomically_in(g, |tx| Ok(x2.read(tx)? + y2.read(tx)?));
+            let a = atomically_in(g, |tx| Ok(y2.read(tx)?.get() + x2.read(tx)?.get()));
+            let b = atomically_in(g, |tx| Ok(x2.read(tx)?.get() + y2.read(tx)?.get()));
             (a, b)
         });
         atomically_in(g, |tx| {
-            x.modify(tx, |v| v + 1)?;
-            y.modify(tx, |v| v - 1)
+            x.modify(tx, |v| V::of(v.get() + 1))?;
+            y.modify(tx, |v| V::of(v.get() - 1))
         });
         assert_eq!(
             reader.join().unwrap(),
             (0, 0),
             "a snapshot saw half a transfer"
         );
-        assert_eq!((x.read_atomic(), y.read_atomic()), (1, -1));
+        assert_eq!((x.read_atomic().get(), y.read_atomic().get()), (1, -1));
     });
 }
 
-/// Two increments of one variable race: neither is lost.
 #[test]
-fn loom_stm_no_lost_update() {
+fn loom_stm_commit_is_atomic() {
+    commit_is_atomic::<i32>();
+}
+
+#[test]
+fn loom_stm_commit_is_atomic_boxed() {
+    commit_is_atomic::<Boxed>();
+}
+
+/// Two increments of one variable race: neither is lost.
+fn no_lost_update<V: Value>() {
     loom::model(|| {
         let g = global();
-        let x = Arc::new(TVar::new(0u32));
+        let x = Arc::new(TVar::new(V::of(0)));
         let x2 = x.clone();
-        let t = thread::spawn(move || atomically_in(g, |tx| x2.modify(tx, |v| v + 1)));
-        atomically_in(g, |tx| x.modify(tx, |v| v + 1));
+        let t = thread::spawn(move || atomically_in(g, |tx| x2.modify(tx, |v| V::of(v.get() + 1))));
+        atomically_in(g, |tx| x.modify(tx, |v| V::of(v.get() + 1)));
         t.join().unwrap();
-        assert_eq!(x.read_atomic(), 2);
+        assert_eq!(x.read_atomic().get(), 2);
+    });
+}
+
+#[test]
+fn loom_stm_no_lost_update() {
+    no_lost_update::<i32>();
+}
+
+#[test]
+fn loom_stm_no_lost_update_boxed() {
+    no_lost_update::<Boxed>();
+}
+
+/// A value of two words (published one after the other) is never seen torn, inside a
+/// transaction or outside.
+#[test]
+fn loom_stm_two_word_scalar_is_not_torn() {
+    loom::model(|| {
+        let g = global();
+        let one = (1u128 << 64) | 1;
+        let v = Arc::new(TVar::new(0u128));
+        let v2 = v.clone();
+        let reader = thread::spawn(move || (atomically_in(g, |tx| v2.read(tx)), v2.read_atomic()));
+        atomically_in(g, |tx| v.write(tx, one));
+        let (a, b) = reader.join().unwrap();
+        assert!(a == 0 || a == one, "torn read in a transaction: {a:#x}");
+        assert!(b == 0 || b == one, "torn read outside: {b:#x}");
     });
 }
 
@@ -139,5 +203,110 @@ fn loom_stm_retry_woken_with_stale_waiters_bit() {
         });
         atomically_in(g, |tx| flag.write(tx, true));
         assert_eq!(waiter.join().unwrap(), 1);
+    });
+}
+
+/// The variables of the GV5 models below: `w` committed at version 1 while the clock stayed
+/// at 0 (commits do not move it), and `z`, `x` for a transfer.
+type Vars = (
+    &'static Global,
+    Arc<TVar<i32>>,
+    Arc<TVar<i32>>,
+    Arc<TVar<i32>>,
+);
+
+fn gv5_vars() -> Vars {
+    let g = global();
+    let w = Arc::new(TVar::new(0i32));
+    atomically_in(g, |tx| w.write(tx, 1));
+    (g, w, Arc::new(TVar::new(0i32)), Arc::new(TVar::new(0i32)))
+}
+
+/// The transfer: both variables to 1.
+fn transfer(g: &'static Global, z: &TVar<i32>, x: &TVar<i32>) {
+    atomically_in(g, |tx| {
+        z.write(tx, 1)?;
+        x.write(tx, 1)
+    });
+}
+
+fn assert_whole(seen: (i32, i32)) {
+    assert!(
+        seen == (0, 0) || seen == (1, 1),
+        "a snapshot saw half a transfer: (z, x) = {seen:?}"
+    );
+}
+
+/// GV5 (commits sample the clock without writing it) against a reader whose snapshot is
+/// newer than a commit's clock sample. A transfer writes `z` and `x` (version `clock + 1`).
+/// A reader meets `w` (version 1), so it moves the clock to 1 and extends its snapshot to 1,
+/// then reads `z` and `x`. If the transfer sampled the clock before it moved, its version is
+/// 1, within the reader's snapshot, and nothing re-checks `z`: the reader's load of `z` must
+/// see the transfer's lock. Committer (lock `z`, load the clock) and reader (move the clock,
+/// load `z`) are a store-buffering pattern, which acquire/release alone does not order.
+#[test]
+fn loom_stm_clock_sample_and_snapshot_are_ordered() {
+    loom::model(|| {
+        let (g, w, z, x) = gv5_vars();
+        let (x2, z2) = (x.clone(), z.clone());
+        let writer = thread::spawn(move || transfer(g, &z2, &x2));
+        let seen = atomically_in(g, |tx| {
+            w.read(tx)?;
+            let z = z.read(tx)?;
+            Ok((z, x.read(tx)?))
+        });
+        writer.join().unwrap();
+        assert_whole(seen);
+    });
+}
+
+/// [`loom_stm_clock_sample_and_snapshot_are_ordered`] with the clock moved by another
+/// thread: the reader begins with a snapshot (1) newer than the transfer's clock sample (0).
+#[test]
+fn loom_stm_clock_sample_and_snapshot_are_ordered_at_begin() {
+    loom::model(|| {
+        let (g, w, z, x) = gv5_vars();
+        let (x2, z2) = (x.clone(), z.clone());
+        let mover = thread::spawn(move || atomically_in(g, |tx| w.read(tx)));
+        let reader = thread::spawn(move || {
+            atomically_in(g, |tx| {
+                let z = z2.read(tx)?;
+                Ok((z, x2.read(tx)?))
+            })
+        });
+        transfer(g, &z, &x);
+        mover.join().unwrap();
+        assert_whole(reader.join().unwrap());
+    });
+}
+
+/// Write skew: each transaction writes one variable if the other is still 0, so in any
+/// serial order only one of them writes. Each commit locks its write set, then validates
+/// its read set: two committers doing that crosswise are a store-buffering pattern too (each
+/// could miss the other's lock), which the commit's fence orders.
+#[test]
+fn loom_stm_no_write_skew() {
+    loom::model(|| {
+        let g = global();
+        let x = Arc::new(TVar::new(0u8));
+        let y = Arc::new(TVar::new(0u8));
+        let (x2, y2) = (x.clone(), y.clone());
+        let t = thread::spawn(move || {
+            atomically_in(g, |tx| {
+                if y2.read(tx)? == 0 {
+                    x2.write(tx, 1)?;
+                }
+                Ok(())
+            })
+        });
+        atomically_in(g, |tx| {
+            if x.read(tx)? == 0 {
+                y.write(tx, 1)?;
+            }
+            Ok(())
+        });
+        t.join().unwrap();
+        let both = (x.read_atomic(), y.read_atomic());
+        assert_ne!(both, (1, 1), "both wrote: not serializable");
     });
 }

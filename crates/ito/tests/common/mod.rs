@@ -34,3 +34,12 @@ pub(crate) fn quiet_expected_panics() {
         }));
     });
 }
+
+/// The message of a panic payload (`panic!` with a literal or with arguments), or "".
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}

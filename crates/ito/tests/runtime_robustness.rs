@@ -452,3 +452,68 @@ fn a_zero_keep_alive_works() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(rt.metrics().parks - parks < 100, "{:?}", rt.metrics());
 }
+
+/// Waits (a hang guard, not a timing assumption) until every worker of `rt` sleeps.
+fn until_all_workers_sleep(rt: &Runtime) {
+    let t = Instant::now();
+    while rt.metrics().sleeping < rt.workers() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers still awake: {:?}",
+            rt.metrics()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A worker out of work keeps looking only for its `idle_spin` window, then sleeps: an idle
+/// runtime's workers all end up asleep, whatever the window, and wake for new work.
+#[test]
+fn idle_workers_sleep_after_the_spin_window() {
+    for spin in [
+        Duration::ZERO,
+        Duration::from_micros(50),
+        Duration::from_millis(20),
+    ] {
+        let rt = Runtime::builder()
+            .workers(2)
+            .idle_spin(spin)
+            .build()
+            .unwrap();
+        for round in 0..3u64 {
+            let fs: Vec<_> = (0..50).map(|i| rt.spawn_fn(move || i * round)).collect();
+            let sum: u64 = fs.into_iter().map(|f| f.wait().unwrap()).sum();
+            assert_eq!(sum, 1225 * round);
+            until_all_workers_sleep(&rt);
+            // Work from a task on the runtime too (pushes to a worker's own deque).
+            let inner = rt.spawn_fn(move || {
+                let fs: Vec<_> = (0..50).map(|i| ito::spawn_fn(move || i + round)).collect();
+                fs.into_iter().map(|f| f.wait().unwrap()).sum::<u64>()
+            });
+            assert_eq!(inner.wait(), Ok(1225 + 50 * round));
+            until_all_workers_sleep(&rt);
+        }
+    }
+}
+
+/// However long the spin window, dropping the runtime does not wait for it to end.
+#[test]
+fn a_long_spin_window_does_not_delay_shutdown() {
+    let rt = Runtime::builder()
+        .workers(2)
+        .idle_spin(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    for i in 0..100u32 {
+        assert_eq!(rt.spawn_fn(move || i).wait(), Ok(i));
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        drop(rt);
+        tx.send(()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "shutdown waited for the spin window"
+    );
+}

@@ -64,3 +64,38 @@ fn push_races_the_last_searcher() {
         pusher.join().unwrap();
     });
 }
+
+/// The worker's side of `WorkerCtx::keep_looking` followed by `sleep`: counted as searching,
+/// it looks `rounds` more times (the spin window), taking the work if it sees it; then it
+/// gives up like any searcher.
+fn spin_then_sleep(idle: &Idle, queue: &AtomicUsize, rounds: usize) {
+    assert!(idle.try_start_spinning());
+    for _ in 0..rounds {
+        if queue.load(Ordering::Acquire) > 0 {
+            idle.stop_spinning();
+            idle.stop_searching_with(|_| {});
+            return;
+        }
+    }
+    idle.stop_spinning();
+    sleep_until_work(idle, queue, true);
+}
+
+/// A push racing a searcher that spins before sleeping: the push sees a searcher and wakes
+/// nobody, so the spinner must see the push, either while it spins or when it gives up.
+#[test]
+fn push_races_a_spinning_searcher() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(1));
+        let queue = Arc::new(AtomicUsize::new(0));
+        idle.start_searching();
+        let me = thread::current();
+        let (i2, q2) = (idle.clone(), queue.clone());
+        let pusher = thread::spawn(move || {
+            q2.store(1, Ordering::Release);
+            i2.notify_with(true, |_| me.unpark());
+        });
+        spin_then_sleep(&idle, &queue, 2);
+        pusher.join().unwrap();
+    });
+}

@@ -1,4 +1,4 @@
-//! The raw task: one allocation holding the task header, the completion cell of its
+//! The raw task: one allocation (from the task slab, `slab.rs`) holding the task header, the completion cell of its
 //! [`Future`], and the body (a closure or an async future).
 //!
 //! ```text
@@ -25,6 +25,7 @@
 //! slot, plus the body (checked by a test to stay within 128 bytes).
 
 pub(crate) mod cancel;
+pub(crate) mod slab;
 pub(crate) mod state;
 mod waker;
 
@@ -263,8 +264,8 @@ fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
 
 unsafe fn destroy<B, T>(cell: NonNull<CellHeader>) {
     let task = cell_vtable_task::<B, T>(cell).cast::<TaskCell<B, T>>();
-    // SAFETY: the last reference: exclusive access to the allocation made by `Box::new`.
-    let mut b = unsafe { Box::from_raw(task.as_ptr()) };
+    // SAFETY: the last reference: exclusive access to the allocation made by `alloc`.
+    let b = unsafe { &mut *task.as_ptr() };
     if !b.header.state.is_complete() {
         // The body was never finished: drop it here, containing a panicking destructor so the
         // waiters below are still discarded (their derived futures break instead of hanging).
@@ -278,6 +279,13 @@ unsafe fn destroy<B, T>(cell: NonNull<CellHeader>) {
     }
     // SAFETY: exclusive access.
     unsafe { b.inner.drop_contents() };
+    // SAFETY: exclusive access; what is left (the header, the emptied cell, the
+    // `ManuallyDrop` body) is dropped once, then the memory goes back to the slab it came
+    // from (`alloc`).
+    unsafe {
+        std::ptr::drop_in_place(task.as_ptr());
+        slab::dealloc(task);
+    }
 }
 
 unsafe fn task_of<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
@@ -297,16 +305,19 @@ fn alloc<B, T>(
     sched: &'static Shared,
     vtable: &'static TaskVTable,
 ) -> (TaskRef, Future<T>) {
-    let cell = Box::new(TaskCell {
-        header: Header {
-            state: State::new_scheduled(),
-            vtable,
-            sched,
-        },
-        inner: Inner::<T>::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE),
-        body: UnsafeCell::new(ManuallyDrop::new(body)),
-    });
-    let ptr = NonNull::from(Box::leak(cell));
+    let ptr = slab::alloc::<TaskCell<B, T>>();
+    // SAFETY: fresh memory for a `TaskCell<B, T>`, freed by `destroy` (the last reference).
+    unsafe {
+        ptr.as_ptr().write(TaskCell {
+            header: Header {
+                state: State::new_scheduled(),
+                vtable,
+                sched,
+            },
+            inner: Inner::<T>::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE),
+            body: UnsafeCell::new(ManuallyDrop::new(body)),
+        })
+    };
     // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
     let fut = unsafe {
         Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(

@@ -11,8 +11,9 @@
 //! at a time with an `mprotect` call per page (50,000 calls for a million processes).
 //!
 //! Here:
-//! - a block's size class is its size rounded up to 16 bytes (classes up to [`MAX`] bytes;
-//!   larger or more strictly aligned tasks use the global allocator);
+//! - a block's size class is its size rounded up to 8 bytes (classes up to [`MAX`] bytes;
+//!   larger tasks, or tasks aligned to more than 16, use the global allocator); blocks of a
+//!   class whose size is a multiple of 16 are 16-aligned;
 //! - each thread keeps, per class, two *magazines* (intrusive free lists of at most
 //!   [`MAG`] blocks): an allocation pops from the loaded one, a free pushes to it, and the
 //!   thread touches nothing shared until a magazine runs empty or full (Bonwick's
@@ -42,7 +43,11 @@ use std::ptr::NonNull;
 use std::sync::Mutex;
 
 /// Class granularity: block sizes are multiples of this, and blocks are aligned to it.
-const STEP: usize = 16;
+const STEP: usize = 8;
+/// The strictest alignment served: blocks of a class whose size is a multiple of this are
+/// aligned to it (every carved run starts so aligned), and a type's size is a multiple of
+/// its alignment.
+const ALIGN: usize = 16;
 /// The largest block size; larger tasks use the global allocator.
 const MAX: usize = 512;
 #[cfg(not(loom))]
@@ -61,7 +66,7 @@ const HUGE_CHUNK: usize = 2 << 20;
 /// The size class of a layout, if it has one.
 #[inline]
 const fn class_of(layout: Layout) -> Option<usize> {
-    if layout.size() == 0 || layout.size() > MAX || layout.align() > STEP {
+    if layout.size() == 0 || layout.size() > MAX || layout.align() > ALIGN {
         return None;
     }
     Some(layout.size().div_ceil(STEP) - 1)
@@ -109,7 +114,7 @@ mod imp {
     use super::*;
 
     fn layout(class: usize) -> Layout {
-        Layout::from_size_align((class + 1) * STEP, STEP).expect("a valid class layout")
+        Layout::from_size_align((class + 1) * STEP, ALIGN).expect("a valid class layout")
     }
 
     pub(super) fn alloc(class: usize) -> NonNull<u8> {
@@ -160,7 +165,7 @@ mod imp {
         fn push(&mut self, p: NonNull<u8>) {
             let f = p.cast::<Free>().as_ptr();
             // SAFETY: the block is free (the caller gave it up) and at least `STEP` bytes,
-            // aligned to `STEP`: room for the link.
+            // aligned to `STEP` (8): room for the link.
             unsafe { f.write(Free { next: self.head }) };
             self.head = f;
             self.len += 1;
@@ -240,6 +245,8 @@ mod imp {
         /// Fills `loaded[class]` (empty) with up to `MAG` fresh blocks from the chunk.
         fn carve(&mut self, class: usize) {
             let size = (class + 1) * STEP;
+            // Runs start `ALIGN`-aligned, so blocks whose size is a multiple of it are too.
+            self.bump = self.bump.next_multiple_of(ALIGN).min(self.end);
             if self.end - self.bump < size {
                 self.new_chunk(size * MAG);
             }
@@ -352,6 +359,29 @@ mod imp {
             .unwrap_or_else(|_| lock(&ORPHAN).alloc(class))
     }
 
+    /// A carve from a run that starts 8 bytes off a multiple of 16 (what a chunk's last,
+    /// partial run of 24-byte blocks can leave) still gives 16-aligned blocks to a class of
+    /// 16-aligned types.
+    #[cfg(test)]
+    #[test]
+    fn carved_blocks_keep_the_alignment() {
+        let layout = Layout::from_size_align(4096, 16).unwrap();
+        let base = global_alloc(layout).as_ptr() as usize;
+        let mut cache = Cache::NEW;
+        (cache.bump, cache.end) = (base + 8, base + 4096);
+        let class = 32 / STEP - 1; // `[u128; 2]`
+        cache.carve(class);
+        let mut n = 0;
+        while let Some(p) = cache.loaded[class].pop() {
+            assert_eq!(p.as_ptr() as usize % ALIGN, 0);
+            assert!(p.as_ptr() as usize + 32 <= base + 4096);
+            n += 1;
+        }
+        assert_eq!(n, MAG);
+        // SAFETY: allocated above with this layout; the blocks carved from it are unused.
+        unsafe { std::alloc::dealloc(base as *mut u8, layout) };
+    }
+
     /// # Safety
     /// `p` is a block of `class` that nobody uses any more.
     #[inline]
@@ -373,9 +403,10 @@ mod tests {
     #[test]
     fn classes() {
         assert_eq!(class_of(Layout::new::<[u8; 1]>()), Some(0));
-        assert_eq!(class_of(Layout::new::<[u64; 2]>()), Some(0));
-        assert_eq!(class_of(Layout::new::<[u64; 3]>()), Some(1));
-        assert_eq!(class_of(Layout::new::<[u8; 512]>()), Some(31));
+        assert_eq!(class_of(Layout::new::<[u64; 2]>()), Some(1));
+        assert_eq!(class_of(Layout::new::<[u64; 3]>()), Some(2));
+        assert_eq!(class_of(Layout::new::<u128>()), Some(1));
+        assert_eq!(class_of(Layout::new::<[u8; 512]>()), Some(63));
         assert_eq!(class_of(Layout::new::<[u8; 513]>()), None);
         #[repr(align(64))]
         struct Big(#[allow(dead_code)] u8);

@@ -42,11 +42,10 @@ fn push_races_a_worker_falling_asleep() {
     });
 }
 
-/// A push racing the last searcher giving up: the push sees a searcher and wakes nobody, so
-/// the searcher must see the push.
-#[test]
-fn push_races_the_last_searcher() {
-    loom::model(|| {
+/// A push from outside (fenced) racing a worker that is counted as searching and runs
+/// `worker`: the push sees a searcher and wakes nobody, so the searcher must see the push.
+fn push_races_a_searcher(worker: fn(&Idle, &AtomicUsize)) {
+    loom::model(move || {
         let idle = Arc::new(Idle::new(1));
         let queue = Arc::new(AtomicUsize::new(0));
         idle.start_searching();
@@ -56,12 +55,20 @@ fn push_races_the_last_searcher() {
             q2.store(1, Ordering::Release);
             i2.notify_with(true, |_| me.unpark());
         });
+        worker(&idle, &queue);
+        pusher.join().unwrap();
+    });
+}
+
+/// A push racing the last searcher giving up.
+#[test]
+fn push_races_the_last_searcher() {
+    push_races_a_searcher(|idle, queue| {
         if queue.load(Ordering::Acquire) > 0 {
             idle.stop_searching_with(|_| {});
         } else {
-            sleep_until_work(&idle, &queue, true);
+            sleep_until_work(idle, queue, true);
         }
-        pusher.join().unwrap();
     });
 }
 
@@ -81,21 +88,9 @@ fn spin_then_sleep(idle: &Idle, queue: &AtomicUsize, rounds: usize) {
     sleep_until_work(idle, queue, true);
 }
 
-/// A push racing a searcher that spins before sleeping: the push sees a searcher and wakes
-/// nobody, so the spinner must see the push, either while it spins or when it gives up.
+/// A push racing a searcher that spins before sleeping: the spinner must see the push,
+/// either while it spins or when it gives up.
 #[test]
 fn push_races_a_spinning_searcher() {
-    loom::model(|| {
-        let idle = Arc::new(Idle::new(1));
-        let queue = Arc::new(AtomicUsize::new(0));
-        idle.start_searching();
-        let me = thread::current();
-        let (i2, q2) = (idle.clone(), queue.clone());
-        let pusher = thread::spawn(move || {
-            q2.store(1, Ordering::Release);
-            i2.notify_with(true, |_| me.unpark());
-        });
-        spin_then_sleep(&idle, &queue, 2);
-        pusher.join().unwrap();
-    });
+    push_races_a_searcher(|idle, queue| spin_then_sleep(idle, queue, 2));
 }

@@ -101,7 +101,7 @@ where
 }
 
 /// What a process spawned with `body` costs before it receives anything: the size in bytes
-/// of its task (header, result slot, and the future `body` returns, wrapped) and of its
+/// of its task (header, reference count, and the future `body` returns, wrapped) and of its
 /// process block (reference count, mailbox, waker, id). Both come from the task slab, which
 /// rounds each up to a multiple of 16 bytes; `docs/process.md` has the measured totals.
 ///
@@ -123,7 +123,7 @@ where
     Fut: StdFuture + Send + 'static,
 {
     (
-        crate::task::task_size::<run::ProcTask<M, Fut>, ()>(),
+        crate::task::detached_task_size::<run::ProcTask<M, Fut>>(),
         std::mem::size_of::<block::Block<M>>(),
     )
 }

@@ -75,8 +75,8 @@ where
         block: Some(block),
         body: ManuallyDrop::new(body),
     };
-    // The task's own future is not needed: exits are reported through the block.
-    drop(runtime::spawn_on(shared, task));
+    // Exits are reported through the block: the task needs no future and keeps no result.
+    runtime::spawn_detached_future_on(shared, task);
     pid
 }
 

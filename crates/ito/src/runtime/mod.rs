@@ -663,6 +663,16 @@ where
     f
 }
 
+/// Spawns an async task on `shared` that nobody can await: no [`Future`], no result kept
+/// (a process; see `task::new_detached`).
+#[inline]
+pub(crate) fn spawn_detached_future_on<F>(shared: &'static Shared, fut: F)
+where
+    F: StdFuture<Output = ()> + Send + 'static,
+{
+    shared.push_new(task::new_detached(fut, shared));
+}
+
 /// Spawns a closure task on `shared`.
 #[inline]
 pub(crate) fn spawn_fn_on<F, T>(shared: &'static Shared, f: F) -> Future<T>

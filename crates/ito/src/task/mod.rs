@@ -1,16 +1,21 @@
-//! The raw task: one allocation (from the task slab, `slab.rs`) holding the task header, the completion cell of its
-//! [`Future`], and the body (a closure or an async future).
+//! The raw task: one allocation (from the task slab, `slab.rs`) holding the task header,
+//! where its outcome goes (the completion cell of its [`Future`]), and the body (a closure or
+//! an async future).
 //!
 //! ```text
-//! TaskCell<B, T> (repr(C), one allocation)
+//! TaskCell<B, O> (repr(C), one allocation)
 //! ┌──────────────────────────────┐
 //! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
 //! ├──────────────────────────────┤
-//! │ Inner<T> cell header, value  │ ← Future<T> handles point here; the refcount lives here
+//! │ O = Inner<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
+//! │     value; or CellHeader     │   the cell header
 //! ├──────────────────────────────┤
 //! │ body: B (dropped when done)  │
 //! └──────────────────────────────┘
 //! ```
+//!
+//! A *detached* task ([`new_detached`]: a process, which nobody awaits) has a bare
+//! `CellHeader` for `O`: the reference count, no value slot, no completion.
 //!
 //! Who touches what:
 //! - `Header::state`: any thread, by the transitions in [`state`].
@@ -20,9 +25,10 @@
 //! - references (in the cell header): one per `Future` handle, per queue entry (`TaskRef`) and
 //!   per waker. The allocation is freed when the last one goes, whoever holds it.
 //!
-//! A pending task with an empty body costs `size_of::<TaskCell<_, ()>>()`: 16 bytes of header,
+//! A pending task with an empty body costs `task_size::<(), ()>()`: 16 bytes of header,
 //! 8 for the scheduler pointer, 24 for the cell header and 24 for the `Result<(), Failure>`
-//! slot, plus the body (checked by a test to stay within 128 bytes).
+//! slot, plus the body (checked by a test to stay within 128 bytes); a detached one 24 bytes
+//! less.
 
 pub(crate) mod cancel;
 pub(crate) mod slab;

@@ -8,7 +8,8 @@
 //! 1. every [`INJECTOR_INTERVAL`] tasks, look at the injector first (fairness for tasks
 //!    spawned from outside);
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
-//!    row, then its own deque (newest first), then the injector;
+//!    row (then the deque's newest task gets a turn), then its own deque (newest first),
+//!    then the injector;
 //! 3. steal one task (the oldest) from a victim's deque, starting at a random victim; from
 //!    the injector, a batch;
 //! 4. keep looking for a short while (`Builder::idle_spin`, still counted as searching),
@@ -436,9 +437,22 @@ impl WorkerCtx {
                 return Some(t);
             }
         } else if let Some(t) = self.lifo.take() {
-            // Give the deque a turn: the LIFO task goes behind the newest deque task.
-            self.local.push(t);
-            self.shared.notify_work(false);
+            return Some(match self.local.pop() {
+                // Give the deque a turn: its newest task runs now, the LIFO task right after.
+                Some(next) => {
+                    self.lifo_streak.set(0);
+                    self.local.push(t);
+                    self.shared.notify_work(false);
+                    next
+                }
+                // Nothing queued here to give a turn to (the injector gets its turn every
+                // `INJECTOR_INTERVAL` tasks regardless): keep going, without exposing the task
+                // to thieves or waking anyone for it.
+                None => {
+                    self.lifo_streak.set(1);
+                    t
+                }
+            });
         }
         self.lifo_streak.set(0);
         self.local.pop()

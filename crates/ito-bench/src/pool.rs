@@ -4,8 +4,9 @@
 //!
 //! One *run* spawns `--tasks` T tasks that each (after `--sleep-ms` S, if given) count down a
 //! latch, and waits until all have: the document's `Coro::Semaphore->new(1 - $tasks)`, `up` in
-//! every task, `down` in the caller. The caller is the main thread driving the runtime
-//! (`Runtime::block_on` for both impls), as the document's main coroutine. The modes:
+//! every task, `down` in the caller. The caller (`--caller`; both by default, each reported on
+//! its own line) is a task on the runtime, as the document's main coroutine, or the main
+//! thread driving the runtime (`Runtime::block_on` for both impls). The modes:
 //!
 //! - `spawn`: every task is spawned freely (Coro's `async`). ito: `ito::spawn`; tokio:
 //!   `tokio::spawn`.
@@ -103,8 +104,9 @@ pub(crate) struct PoolArgs {
     #[arg(long, value_enum, default_value = "latch")]
     countdown: Countdown,
     /// Who spawns and waits, comma-separated for several: a task on the runtime, or the main
-    /// thread in `block_on`.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "task")]
+    /// thread in `block_on` (both by default: they stress different paths, a worker's own
+    /// deque and the injector with a parked outside thread).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "task,main")]
     caller: Vec<Caller>,
     /// Wall-clock limit of each configuration in seconds.
     #[arg(long = "timeout-s", default_value_t = 120.0)]
@@ -831,20 +833,27 @@ fn summarize(records: &[PoolRecord]) {
         if r.mode == "spawn" && r.tasks == 100 && r.sleep_ms == 0 {
             if let Some(x) = tokio_of(r).and_then(|t| Some(r.runs_per_s? / t.runs_per_s?)) {
                 let met = if x >= 3.0 { "met" } else { "NOT met" };
-                eprintln!("  criterion 1, 100 tasks, spawn: ito/tokio {x:.2} (target 3): {met}");
+                eprintln!(
+                    "  criterion 1, 100 tasks, spawn, caller {}: ito/tokio {x:.2} (target 3): {met}",
+                    r.caller.name()
+                );
             }
         }
         if r.mode == "pool" && r.tasks == 100 && r.sleep_ms == 1 && r.pool_size == Some(50) {
             let x = r.runs_per_s.unwrap_or(0.0);
             let met = if x >= 400.0 { "met" } else { "NOT met" };
-            eprintln!("  criterion 2, 100 tasks, 1 ms, pool 50: {x:.0} runs/s (target 400): {met}");
+            eprintln!(
+                "  criterion 2, 100 tasks, 1 ms, pool 50, caller {}: {x:.0} runs/s (target 400): {met}",
+                r.caller.name()
+            );
         }
         if r.tasks == 10_000 {
             if let Some(b) = r.rss_growth_bytes {
                 let met = if b < 4 << 20 { "met" } else { "NOT met" };
                 eprintln!(
-                    "  criterion 3, 10,000 tasks, {}: RSS +{:.2} MiB (target < 4 MiB): {met}",
+                    "  criterion 3, 10,000 tasks, {}, caller {}: RSS +{:.2} MiB (target < 4 MiB): {met}",
                     r.mode,
+                    r.caller.name(),
                     b as f64 / f64::from(1 << 20)
                 );
             }

@@ -519,8 +519,8 @@ fn pool_bad_arguments_are_one_line_and_exit_2() {
     }
 }
 
-/// Every mode on both impls, each configuration in its own child process: one complete JSON
-/// line each, with every field the experiment reports.
+/// Every mode on both impls and (by default) both callers, each configuration in its own
+/// child process: one complete JSON line each, with every field the experiment reports.
 #[test]
 fn pool_every_mode_and_impl_prints_a_line() {
     let out = bench(&[
@@ -542,7 +542,7 @@ fn pool_every_mode_and_impl_prints_a_line() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
-    assert_eq!(lines.len(), 4 * 2 * 2);
+    assert_eq!(lines.len(), 4 * 2 * 2 * 2);
     for v in &lines {
         assert_eq!(v["experiment"], "pool");
         assert_eq!(v["ok"], true, "{v}");
@@ -567,10 +567,14 @@ fn pool_every_mode_and_impl_prints_a_line() {
     }
     for imp in ["ito", "tokio"] {
         for mode in ["spawn", "pool", "bounded", "channel-pool"] {
-            assert!(
-                lines.iter().any(|v| v["impl"] == imp && v["mode"] == mode),
-                "{imp} {mode}"
-            );
+            for caller in ["task", "main"] {
+                assert!(
+                    lines
+                        .iter()
+                        .any(|v| v["impl"] == imp && v["mode"] == mode && v["caller"] == caller),
+                    "{imp} {mode} {caller}"
+                );
+            }
         }
     }
 }

@@ -452,3 +452,118 @@ fn a_zero_keep_alive_works() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(rt.metrics().parks - parks < 100, "{:?}", rt.metrics());
 }
+
+/// Waits (a hang guard, not a timing assumption) until every worker of `rt` sleeps.
+fn until_all_workers_sleep(rt: &Runtime) {
+    let t = Instant::now();
+    while rt.metrics().sleeping < rt.workers() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers still awake: {:?}",
+            rt.metrics()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A worker out of work keeps looking only for its `idle_spin` window, then sleeps: an idle
+/// runtime's workers all end up asleep, whatever the window, and wake for new work.
+#[test]
+fn idle_workers_sleep_after_the_spin_window() {
+    for spin in [
+        Duration::ZERO,
+        Duration::from_micros(50),
+        Duration::from_millis(20),
+    ] {
+        let rt = Runtime::builder()
+            .workers(2)
+            .idle_spin(spin)
+            .build()
+            .unwrap();
+        for round in 0..3u64 {
+            let fs: Vec<_> = (0..50).map(|i| rt.spawn_fn(move || i * round)).collect();
+            let sum: u64 = fs.into_iter().map(|f| f.wait().unwrap()).sum();
+            assert_eq!(sum, 1225 * round);
+            until_all_workers_sleep(&rt);
+            // Work from a task on the runtime too (pushes to a worker's own deque).
+            let inner = rt.spawn_fn(move || {
+                let fs: Vec<_> = (0..50).map(|i| ito::spawn_fn(move || i + round)).collect();
+                fs.into_iter().map(|f| f.wait().unwrap()).sum::<u64>()
+            });
+            assert_eq!(inner.wait(), Ok(1225 + 50 * round));
+            until_all_workers_sleep(&rt);
+        }
+    }
+}
+
+/// However long the spin window, dropping the runtime does not wait for it to end.
+#[test]
+fn a_long_spin_window_does_not_delay_shutdown() {
+    let rt = Runtime::builder()
+        .workers(2)
+        .idle_spin(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    for i in 0..100u32 {
+        assert_eq!(rt.spawn_fn(move || i).wait(), Ok(i));
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        drop(rt);
+        tx.send(()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "shutdown waited for the spin window"
+    );
+}
+
+/// Two processes passing a message back and forth on one worker wake each other into its LIFO
+/// slot for ever; a task queued on the same worker's deque before they started still gets its
+/// turn (every few LIFO runs, the deque's newest task runs), and stops them.
+#[test]
+fn a_ping_pong_pair_does_not_starve_the_deque() {
+    use ito::process::{self, Mailbox, Pid};
+    use std::sync::atomic::AtomicBool;
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let bounces = Arc::new(AtomicUsize::new(0));
+    let stopped = Promise::<usize>::new();
+    let done = stopped.future();
+    let bouncer =
+        |stop: Arc<AtomicBool>, bounces: Arc<AtomicUsize>, peer: ito::Future<Pid<u64>>| {
+            move |mut mb: Mailbox<u64>| async move {
+                let peer = peer.await.expect("the peer is spawned");
+                loop {
+                    let v = mb.recv().await;
+                    if stop.load(SeqCst) || peer.send(v + 1).is_err() {
+                        break;
+                    }
+                    bounces.fetch_add(1, SeqCst);
+                }
+            }
+        };
+    let (s, b) = (stop.clone(), bounces.clone());
+    let driver = rt.spawn(async move {
+        // Queued first, so it sits below the pair in this worker's deque.
+        let (s1, b1) = (s.clone(), b.clone());
+        drop(ito::spawn_fn(move || {
+            s1.store(true, SeqCst);
+            let _ = stopped.success(b1.load(SeqCst));
+        }));
+        let (pa, pb) = (Promise::<Pid<u64>>::new(), Promise::<Pid<u64>>::new());
+        let a = process::spawn(bouncer(s.clone(), b.clone(), pb.future()));
+        let b = process::spawn(bouncer(s, b, pa.future()));
+        let _ = pa.success(a.clone());
+        let _ = pb.success(b);
+        a.send(0).unwrap();
+    });
+    assert_eq!(driver.wait_timeout(Duration::from_secs(10)), Some(Ok(())));
+    let seen = done.wait_timeout(Duration::from_secs(10));
+    assert!(
+        matches!(seen, Some(Ok(_))),
+        "the queued task never ran: {} bounces",
+        bounces.load(SeqCst)
+    );
+    assert!(stop.load(SeqCst));
+}

@@ -1,9 +1,9 @@
 //! The process block: what a process shares with everyone who holds its [`Pid`](super::Pid).
 //!
 //! ```text
-//! Arc<Block<M>> (one allocation, 56 bytes: 64 with the allocator's header)
+//! BlockRef<M> ──▶ Block<M> (one 48-byte block of the task slab)
 //! ┌─────────────────────────────────────────┐
-//! │ strong, weak counts           16 bytes   │  Arc's
+//! │ refs                           8 bytes   │  the reference count
 //! │ mailbox: state word            8 bytes   │  the MPSC stack + flags (mailbox.rs)
 //! │ mailbox: waker slot           16 bytes   │  the process task's waker
 //! │ extras: *Extras               8 bytes   │  null until it links/monitors/traps/is named
@@ -11,23 +11,29 @@
 //! └─────────────────────────────────────────┘
 //! ```
 //!
-//! References: one per `Pid`/`AnyPid`, one for the [`Mailbox`](super::Mailbox), one for the
-//! running process (its task's body). The block outlives the process as long as handles to
-//! it exist, so a late send finds a closed mailbox (and gets its message back) instead of
-//! freed memory.
+//! References ([`BlockRef`], and `AnyPid` through [`Ctl`]): one per `Pid`/`AnyPid`, one for
+//! the [`Mailbox`](super::Mailbox), one for the running process (its task's body). The block
+//! outlives the process as long as handles to it exist, so a late send finds a closed
+//! mailbox (and gets its message back) instead of freed memory. The block comes from the
+//! task slab (`task/slab.rs`), like the task: a process costs no call to the system
+//! allocator (an `Arc` cost a `malloc` and a `free`, a sixth of the chain's time).
 
 use std::any::Any;
 use std::cell::Cell;
-use std::ptr;
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
 use super::exit::{Exit, Extras, MonitorRef, Notify};
 use super::mailbox::{MailboxCore, NodeBox};
 use super::pid::{AnyPid, ProcessId};
-use crate::loom::{AtomicPtr, Ordering};
+use crate::loom::{AtomicPtr, AtomicUsize, Ordering, fence};
+use crate::task::slab;
 
 /// The shared state of one process.
 pub(crate) struct Block<M> {
+    /// References: handles, the mailbox, the running process.
+    refs: AtomicUsize,
     pub(crate) mailbox: MailboxCore<M>,
     extras: AtomicPtr<Extras<M>>,
     id: ProcessId,
@@ -44,7 +50,13 @@ pub(crate) trait Ctl: Send + Sync {
     fn add_monitor(&self, mref: MonitorRef, notify: Notify) -> Result<(), (Notify, Exit)>;
     fn remove_monitor(&self, mref: MonitorRef) -> bool;
     fn add_name(&self, name: &Arc<str>) -> bool;
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// The block itself, to downcast to its message type.
+    fn as_any(&self) -> &dyn Any;
+    /// Takes one more reference (an `AnyPid` clone).
+    fn retain(&self);
+    /// How to give a reference up, given the block's address (with the provenance of its
+    /// allocation: `AnyPid` keeps the pointer its `BlockRef` had).
+    fn release_fn(&self) -> unsafe fn(NonNull<()>);
 }
 
 /// Process ids are handed out in blocks of this many per thread, so spawning does not bounce
@@ -73,13 +85,110 @@ fn next_id() -> ProcessId {
     ProcessId::new(id)
 }
 
-impl<M> Block<M> {
+/// A counted reference to a process block (an `Arc` without the weak count, on the task
+/// slab).
+pub(crate) struct BlockRef<M>(NonNull<Block<M>>);
+
+// SAFETY: the block is shared by design; messages move between threads (`M: Send`), and
+// everything else in it is atomic or behind its own protocol.
+unsafe impl<M: Send> Send for BlockRef<M> {}
+// SAFETY: as above.
+unsafe impl<M: Send> Sync for BlockRef<M> {}
+
+impl<M> BlockRef<M> {
+    /// A fresh block for a new process, with one reference (this one).
     pub(crate) fn new() -> Self {
-        Block {
-            mailbox: MailboxCore::new(),
-            extras: AtomicPtr::new(ptr::null_mut()),
-            id: next_id(),
+        let p = slab::alloc::<Block<M>>();
+        // SAFETY: fresh memory for a `Block<M>`, freed by `release` with the last reference.
+        unsafe {
+            p.as_ptr().write(Block {
+                refs: AtomicUsize::new(1),
+                mailbox: MailboxCore::new(),
+                extras: AtomicPtr::new(ptr::null_mut()),
+                id: next_id(),
+            })
+        };
+        BlockRef(p)
+    }
+
+    /// The block's address, with the provenance of its allocation.
+    pub(crate) fn as_non_null(&self) -> NonNull<Block<M>> {
+        self.0
+    }
+
+    /// Takes one more reference on the block at `p`.
+    ///
+    /// # Safety
+    /// `p` points at a live block (someone holds a reference for the duration of the call).
+    pub(crate) unsafe fn retain_raw(p: NonNull<Block<M>>) -> Self {
+        // SAFETY: live, per the caller.
+        unsafe { p.as_ref() }.retain();
+        BlockRef(p)
+    }
+}
+
+impl<M> Clone for BlockRef<M> {
+    #[inline]
+    fn clone(&self) -> Self {
+        self.retain();
+        BlockRef(self.0)
+    }
+}
+
+impl<M> Drop for BlockRef<M> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one reference and give it up.
+        unsafe { Block::release(self.0) };
+    }
+}
+
+impl<M> Deref for BlockRef<M> {
+    type Target = Block<M>;
+    #[inline]
+    fn deref(&self) -> &Block<M> {
+        // SAFETY: we hold a reference, so the block is live.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<M> Block<M> {
+    /// One more reference.
+    #[inline]
+    pub(crate) fn retain(&self) {
+        // Relaxed, as `Arc::clone`: a new reference is made from an existing one, which
+        // keeps the block alive meanwhile.
+        if self.refs.fetch_add(1, Ordering::Relaxed) > isize::MAX as usize {
+            // As `Arc`: billions of leaked handles; the count must not wrap.
+            std::process::abort();
         }
+    }
+
+    /// Gives up one reference; the last one drops the block and frees its memory.
+    ///
+    /// # Safety
+    /// `p` points at a live block (with its allocation's provenance) and the caller owns one
+    /// reference, which it does not use again.
+    #[inline]
+    pub(crate) unsafe fn release(p: NonNull<Self>) {
+        // SAFETY: live, per the caller.
+        if unsafe { p.as_ref() }.refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        // As `Arc`: every other reference's uses happen before the drop.
+        fence(Ordering::Acquire);
+        // SAFETY: the last reference: nobody else can reach the block; it was allocated by
+        // `BlockRef::new` from the slab and is dropped and freed once, here.
+        unsafe {
+            ptr::drop_in_place(p.as_ptr());
+            slab::dealloc(p);
+        }
+    }
+
+    /// References held now (handles, the mailbox, the running process).
+    #[inline]
+    pub(crate) fn ref_count(&self) -> usize {
+        self.refs.load(Ordering::Acquire)
     }
 
     #[inline]

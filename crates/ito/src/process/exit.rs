@@ -520,7 +520,7 @@ impl<M: Send + 'static> Block<M> {
     /// queued, and tell the registry, links and monitors, in that order: a supervisor that
     /// restarts the process on its link signal finds the name free, and whoever learns of
     /// the end from a monitor (or `on_exit`) knows that the link signals are already sent.
-    pub(crate) fn exited(self: &Arc<Self>, reason: Exit) {
+    pub(crate) fn exited(&self, reason: Exit) {
         let queued = self.mailbox.exit();
         // SAFETY: `exit` handed the queued nodes over to us.
         unsafe { super::mailbox::free_list(queued) };
@@ -560,14 +560,14 @@ impl<M: Send + 'static> Block<M> {
     /// At exit: the extras, or `None` when nobody can ever ask about this process. If it has
     /// none yet but handles to it exist, installs some with the reason already recorded, so
     /// that later links and monitors learn it.
-    fn extras_or_install_exited(self: &Arc<Self>, reason: &Exit) -> Option<&Extras<M>> {
+    fn extras_or_install_exited(&self, reason: &Exit) -> Option<&Extras<M>> {
         if let Some(x) = self.extras_if_any() {
             return Some(x);
         }
         // The process's own reference is the one we hold (its mailbox went with its body).
         // If it is the only one, no handle exists and none can be made (handles are only
         // cloned from handles): nobody will ever link, monitor or name this process.
-        if Arc::strong_count(self) == 1 {
+        if self.ref_count() == 1 {
             return None;
         }
         // Installed: recorded, and there were no links, monitors or names to notify. Found
@@ -601,8 +601,22 @@ impl<M: Send + 'static> Ctl for Block<M> {
     fn add_name(&self, name: &Arc<str>) -> bool {
         Block::add_name(self, name)
     }
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+    fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+    fn retain(&self) {
+        Block::retain(self)
+    }
+    fn release_fn(&self) -> unsafe fn(std::ptr::NonNull<()>) {
+        /// Gives up a reference on a `Block<M>` at `p`.
+        ///
+        /// # Safety
+        /// As `Block::release`.
+        unsafe fn release<M>(p: std::ptr::NonNull<()>) {
+            // SAFETY: forwarded; `p` is the block's address with its provenance.
+            unsafe { Block::<M>::release(p.cast()) }
+        }
+        release::<M>
     }
 }
 

@@ -101,9 +101,9 @@ where
 }
 
 /// What a process spawned with `body` costs before it receives anything: the size in bytes
-/// of its task (header, result slot, and the future `body` returns, wrapped) and of its
-/// process block (mailbox, waker, id, with the reference counts). The allocator adds its own
-/// few bytes per allocation; `docs/process.md` has the measured totals.
+/// of its task (header, reference count, and the future `body` returns, wrapped) and of its
+/// process block (reference count, mailbox, waker, id). Both come from the task slab, which
+/// rounds each up to a multiple of 16 bytes; `docs/process.md` has the measured totals.
 ///
 /// ```
 /// use ito::process::{self, Mailbox, Pid};
@@ -123,7 +123,7 @@ where
     Fut: StdFuture + Send + 'static,
 {
     (
-        crate::task::task_size::<run::ProcTask<M, Fut>, ()>(),
-        std::mem::size_of::<block::Block<M>>() + 2 * std::mem::size_of::<usize>(),
+        crate::task::detached_task_size::<run::ProcTask<M, Fut>>(),
+        std::mem::size_of::<block::Block<M>>(),
     )
 }

@@ -4,9 +4,9 @@
 use std::error::Error;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::ptr::NonNull;
 
-use super::block::{Block, Ctl};
+use super::block::{Block, BlockRef, Ctl};
 use super::exit::{Exit, MonitorRef};
 use crate::{Future, Promise};
 
@@ -64,7 +64,7 @@ impl fmt::Debug for ProcessId {
 /// assert_eq!(rx.recv().unwrap(), "hi");
 /// ```
 pub struct Pid<M> {
-    pub(crate) block: Arc<Block<M>>,
+    pub(crate) block: BlockRef<M>,
 }
 
 impl<M: Send + 'static> Pid<M> {
@@ -146,7 +146,7 @@ impl<M: Send + 'static> Pid<M> {
     /// assert_eq!(p.erase().id(), p.id());
     /// ```
     pub fn erase(&self) -> AnyPid {
-        AnyPid(self.block.clone())
+        AnyPid::from(self.clone())
     }
 }
 
@@ -209,12 +209,33 @@ impl<M> Hash for Pid<M> {
 /// any.downcast::<u8>().unwrap().send(1).unwrap();
 /// p.on_exit().wait().unwrap();
 /// ```
-#[derive(Clone)]
-pub struct AnyPid(Arc<dyn Ctl>);
+pub struct AnyPid(NonNull<dyn Ctl>);
+
+// SAFETY: a counted reference to a block (`Ctl: Send + Sync`), as `Arc<dyn Ctl>` would be.
+unsafe impl Send for AnyPid {}
+// SAFETY: as above.
+unsafe impl Sync for AnyPid {}
+
+impl Clone for AnyPid {
+    fn clone(&self) -> Self {
+        self.ctl().retain();
+        AnyPid(self.0)
+    }
+}
+
+impl Drop for AnyPid {
+    fn drop(&mut self) {
+        let release = self.ctl().release_fn();
+        // SAFETY: we own one reference and give it up; the pointer is the block's, with its
+        // allocation's provenance (taken from a `BlockRef`).
+        unsafe { release(self.0.cast()) };
+    }
+}
 
 impl AnyPid {
     pub(crate) fn ctl(&self) -> &dyn Ctl {
-        &*self.0
+        // SAFETY: we hold a reference, so the block is live.
+        unsafe { self.0.as_ref() }
     }
 
     /// The process's id.
@@ -225,7 +246,7 @@ impl AnyPid {
     /// ```
     #[inline]
     pub fn id(&self) -> ProcessId {
-        self.0.id()
+        self.ctl().id()
     }
 
     /// Whether the process has not ended yet. See [`Pid::is_alive`].
@@ -236,7 +257,7 @@ impl AnyPid {
     /// assert!(!p.erase().is_alive());
     /// ```
     pub fn is_alive(&self) -> bool {
-        self.0.is_alive()
+        self.ctl().is_alive()
     }
 
     /// Kills the process. See [`Pid::kill`].
@@ -270,14 +291,22 @@ impl AnyPid {
     /// assert!(p.erase().downcast::<u8>().is_none());
     /// ```
     pub fn downcast<M: Send + 'static>(&self) -> Option<Pid<M>> {
-        let any = self.0.clone().into_any();
-        any.downcast::<Block<M>>().ok().map(|block| Pid { block })
+        if !self.ctl().as_any().is::<Block<M>>() {
+            return None;
+        }
+        // SAFETY: the block is a `Block<M>` (checked above) and live (we hold a reference);
+        // the pointer keeps its allocation's provenance.
+        let block = unsafe { BlockRef::retain_raw(self.0.cast::<Block<M>>()) };
+        Some(Pid { block })
     }
 }
 
 impl<M: Send + 'static> From<Pid<M>> for AnyPid {
     fn from(p: Pid<M>) -> AnyPid {
-        AnyPid(p.block)
+        let ptr: NonNull<dyn Ctl> = p.block.as_non_null();
+        // The reference moves from the `Pid` to the `AnyPid`.
+        std::mem::forget(p);
+        AnyPid(ptr)
     }
 }
 

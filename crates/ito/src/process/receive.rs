@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::block::Block;
+use super::block::BlockRef;
 use super::exit::{self, Down, ExitSignal, IntoExit, MonitorRef};
 use super::mailbox::{Node, NodeBox, Take, free_list, reverse};
 use super::pid::{AnyPid, Pid, ProcessId};
@@ -46,7 +46,7 @@ use super::pid::{AnyPid, Pid, ProcessId};
 /// assert_eq!(rx.recv().unwrap(), 6);
 /// ```
 pub struct Mailbox<M> {
-    pub(crate) block: Arc<Block<M>>,
+    pub(crate) block: BlockRef<M>,
     /// The private list, oldest first; only this mailbox touches it.
     head: *mut Node<M>,
     _not_clone: PhantomData<Box<M>>,
@@ -60,7 +60,7 @@ unsafe impl<M: Send> Send for Mailbox<M> {}
 unsafe impl<M: Send> Sync for Mailbox<M> {}
 
 impl<M: Send + 'static> Mailbox<M> {
-    pub(crate) fn new(block: Arc<Block<M>>) -> Self {
+    pub(crate) fn new(block: BlockRef<M>) -> Self {
         Mailbox {
             block,
             head: ptr::null_mut(),

@@ -26,10 +26,9 @@ use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::ptr;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use super::block::Block;
+use super::block::{Block, BlockRef};
 use super::exit::{Exit, IntoExit};
 use super::pid::Pid;
 use super::receive::Mailbox;
@@ -67,7 +66,7 @@ where
     Fut: StdFuture + Send + 'static,
     Fut::Output: IntoExit,
 {
-    let block = Arc::new(Block::new());
+    let block = BlockRef::new();
     let pid = Pid {
         block: block.clone(),
     };
@@ -76,15 +75,15 @@ where
         block: Some(block),
         body: ManuallyDrop::new(body),
     };
-    // The task's own future is not needed: exits are reported through the block.
-    drop(runtime::spawn_on(shared, task));
+    // Exits are reported through the block: the task needs no future and keeps no result.
+    runtime::spawn_detached_future_on(shared, task);
     pid
 }
 
 /// A process's body and its block, as the future of an ito task.
 pub(crate) struct ProcTask<M: Send + 'static, F> {
     /// `None` once the process has ended (the body is dropped then).
-    block: Option<Arc<Block<M>>>,
+    block: Option<BlockRef<M>>,
     /// Present exactly while `block` is `Some`; pinned (never moved, dropped in place).
     body: ManuallyDrop<F>,
 }

@@ -18,6 +18,11 @@
 //! sees the other. The last searcher to give up also looks once more. The loom models in
 //! `tests/loom_idle.rs` check both races.
 //!
+//! A searcher that finds nothing keeps looking for `Builder::idle_spin` before it gives up
+//! (`WorkerCtx::keep_looking`), still counted in `searching`; only one at a time (the
+//! `spinner` flag, which is not part of the protocol). Nothing above changes: it is a longer
+//! search, and it gives up like any searcher.
+//!
 //! Pushes to a worker's own deque skip the fence: if that races with a worker falling asleep,
 //! the task is still in the pusher's own deque, which the pusher will run, so progress is never
 //! at stake (only, for a moment, parallelism), and the next push repairs it. Pushes from
@@ -27,6 +32,9 @@ use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering, fence};
 
 pub(crate) struct Idle {
     searching: AtomicUsize,
+    /// Held by the one searcher that keeps looking before it sleeps (`WorkerCtx::keep_looking`).
+    /// Not part of the wake-up protocol: a spinner is an ordinary searcher.
+    spinner: AtomicBool,
     num_sleeping: AtomicUsize,
     sleepers: Mutex<Vec<usize>>,
     sleeping: Box<[AtomicBool]>,
@@ -37,6 +45,7 @@ impl Idle {
     pub(crate) fn new(slots: usize) -> Self {
         Idle {
             searching: AtomicUsize::new(0),
+            spinner: AtomicBool::new(false),
             num_sleeping: AtomicUsize::new(0),
             sleepers: Mutex::new(Vec::new()),
             sleeping: (0..slots).map(|_| AtomicBool::new(false)).collect(),
@@ -75,6 +84,29 @@ impl Idle {
     /// Whether some worker sleeps idle.
     pub(crate) fn has_sleepers(&self) -> bool {
         self.num_sleeping.load(Ordering::SeqCst) != 0
+    }
+
+    /// Workers asleep in the sleepers list now.
+    pub(crate) fn num_sleeping(&self) -> usize {
+        self.num_sleeping.load(Ordering::Relaxed)
+    }
+
+    /// Whether some worker is searching for work (it will find what is pushed, or sleep and
+    /// be woken for it).
+    pub(crate) fn has_searchers(&self) -> bool {
+        self.searching.load(Ordering::SeqCst) != 0
+    }
+
+    /// Becomes the one searcher that keeps looking for a while before sleeping; `false` if
+    /// another one is already doing so (one is enough to pick up new work without a wake-up,
+    /// and idle CPUs burn less).
+    pub(crate) fn try_start_spinning(&self) -> bool {
+        !self.spinner.load(Ordering::Relaxed) && !self.spinner.swap(true, Ordering::Acquire)
+    }
+
+    /// The spinner stops spinning.
+    pub(crate) fn stop_spinning(&self) {
+        self.spinner.store(false, Ordering::Release);
     }
 
     /// Whether slot `i` is still in the sleepers list (a parked worker loops on this).

@@ -21,6 +21,10 @@ pub struct Metrics {
     pub stolen: u64,
     /// Times a thread parked for lack of work (or while retired).
     pub parks: u64,
+    /// Threads asleep for lack of work right now (past their
+    /// [`idle_spin`](crate::Builder::idle_spin) window; retired compensation threads are not
+    /// counted).
+    pub sleeping: usize,
     /// Tasks a blocked `wait()` ran inline because it was waiting for them.
     pub helped: u64,
     /// Second closures of [`join`](crate::join) run by another thread than their caller's.

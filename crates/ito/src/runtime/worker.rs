@@ -8,10 +8,12 @@
 //! 1. every [`INJECTOR_INTERVAL`] tasks, look at the injector first (fairness for tasks
 //!    spawned from outside);
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
-//!    row, then its own deque (newest first), then the injector;
+//!    row (then the deque's newest task gets a turn), then its own deque (newest first),
+//!    then the injector;
 //! 3. steal one task (the oldest) from a victim's deque, starting at a random victim; from
 //!    the injector, a batch;
-//! 4. sleep (the protocol in `idle.rs`).
+//! 4. keep looking for a short while (`Builder::idle_spin`, still counted as searching),
+//!    then sleep (the protocol in `idle.rs`).
 //!
 //! A compensation thread also checks, between tasks, whether the runtime has more active
 //! threads than workers; if so it retires (parks in the spare list) until needed again.
@@ -22,7 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
@@ -39,6 +41,11 @@ const INJECTOR_INTERVAL: u32 = 61;
 const MAX_LIFO_STREAK: u32 = 3;
 /// Stack kept free below a task run inline by a waiter.
 const STACK_RESERVE: usize = 256 * 1024;
+/// Rounds of [`SPINS_PER_ROUND`] spin-loop hints a worker out of work makes between looks
+/// before it starts yielding its CPU between looks instead.
+const SPIN_ROUNDS: u32 = 16;
+/// Spin-loop hints per round.
+const SPINS_PER_ROUND: u32 = 32;
 
 /// What other threads see of a worker thread.
 pub(crate) struct Slot {
@@ -385,6 +392,10 @@ impl WorkerCtx {
                 self.run_found(found);
                 continue;
             }
+            if let Some(found) = self.keep_looking() {
+                self.run_found(found);
+                continue;
+            }
             self.sleep();
         }
     }
@@ -426,9 +437,22 @@ impl WorkerCtx {
                 return Some(t);
             }
         } else if let Some(t) = self.lifo.take() {
-            // Give the deque a turn: the LIFO task goes behind the newest deque task.
-            self.local.push(t);
-            self.shared.notify_work(false);
+            return Some(match self.local.pop() {
+                // Give the deque a turn: its newest task runs now, the LIFO task right after.
+                Some(next) => {
+                    self.lifo_streak.set(0);
+                    self.local.push(t);
+                    self.shared.notify_work(false);
+                    next
+                }
+                // Nothing queued here to give a turn to (the injector gets its turn every
+                // `INJECTOR_INTERVAL` tasks regardless): keep going, without exposing the task
+                // to thieves or waking anyone for it.
+                None => {
+                    self.lifo_streak.set(1);
+                    t
+                }
+            });
         }
         self.lifo_streak.set(0);
         self.local.pop()
@@ -445,6 +469,62 @@ impl WorkerCtx {
             self.stop_searching();
         }
         found
+    }
+
+    /// A searcher that found nothing keeps looking for `Builder::idle_spin` before it sleeps:
+    /// spinning first, then yielding its CPU between looks. It stays counted as searching all
+    /// along, so pushes meanwhile skip their wake-up (no system call for the pusher, no
+    /// sleep and wake-up for this worker). That is only the search made longer: what a
+    /// searcher owes the pushers that skipped their wake-up, it still pays when it gives up
+    /// (`sleep`: the last searcher to leave looks once more, after the `SeqCst` decrement;
+    /// see `idle.rs`).
+    fn keep_looking(&self) -> Option<Found> {
+        let window = self.shared.idle_spin;
+        if window.is_zero() || !self.searching.get() || !self.shared.idle.try_start_spinning() {
+            return None;
+        }
+        /// Lets go of the spinner role however `spin_for` is left.
+        struct Spinning<'a>(&'a super::idle::Idle);
+        impl Drop for Spinning<'_> {
+            fn drop(&mut self) {
+                self.0.stop_spinning();
+            }
+        }
+        let spinning = Spinning(&self.shared.idle);
+        let found = self.spin_for(window);
+        drop(spinning);
+        if found.is_some() {
+            self.stop_searching();
+        }
+        found
+    }
+
+    /// `keep_looking`'s loop, for at most `window`.
+    fn spin_for(&self, window: Duration) -> Option<Found> {
+        let start = Instant::now();
+        let mut round = 0u32;
+        loop {
+            if round < SPIN_ROUNDS {
+                for _ in 0..SPINS_PER_ROUND {
+                    std::hint::spin_loop();
+                }
+                round += 1;
+            } else {
+                std::thread::yield_now();
+            }
+            if self.shared.is_shutdown() || (self.compensator && self.should_retire()) {
+                return None;
+            }
+            // Loads only, until something shows up: a steal attempt writes to its victim.
+            if self.shared.has_queued_work() {
+                if let Some(found) = self.steal_anywhere() {
+                    return Some(found);
+                }
+            }
+            if start.elapsed() >= window {
+                return None;
+            }
+        }
     }
 
     fn steal_anywhere(&self) -> Option<Found> {
@@ -792,8 +872,9 @@ impl Shared {
     /// Brings one more thread into play for a worker that is blocking. `all_blocked`: no other
     /// thread of the runtime is active and work is queued, so the bound may be exceeded.
     pub(super) fn compensate(&'static self, all_blocked: bool) {
-        if !all_blocked && self.idle.has_sleepers() {
-            // An idle worker can take the work; it is woken when work appears.
+        if !all_blocked && (self.idle.has_sleepers() || self.idle.has_searchers()) {
+            // An idle worker can take the work: a searcher finds it, a sleeper is woken
+            // when work appears.
             return;
         }
         let spare = self.spares.lock().unwrap_or_else(|e| e.into_inner()).pop();

@@ -1,16 +1,21 @@
-//! The raw task: one allocation holding the task header, the completion cell of its
-//! [`Future`], and the body (a closure or an async future).
+//! The raw task: one allocation (from the task slab, `slab.rs`) holding the task header,
+//! where its outcome goes (the completion cell of its [`Future`]), and the body (a closure or
+//! an async future).
 //!
 //! ```text
-//! TaskCell<B, T> (repr(C), one allocation)
+//! TaskCell<B, O> (repr(C), one allocation)
 //! ┌──────────────────────────────┐
 //! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
 //! ├──────────────────────────────┤
-//! │ Inner<T> cell header, value  │ ← Future<T> handles point here; the refcount lives here
+//! │ O = Inner<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
+//! │     value; or CellHeader     │   the cell header
 //! ├──────────────────────────────┤
 //! │ body: B (dropped when done)  │
 //! └──────────────────────────────┘
 //! ```
+//!
+//! A *detached* task ([`new_detached`]: a process, which nobody awaits) has a bare
+//! `CellHeader` for `O`: the reference count, no value slot, no completion.
 //!
 //! Who touches what:
 //! - `Header::state`: any thread, by the transitions in [`state`].
@@ -20,11 +25,13 @@
 //! - references (in the cell header): one per `Future` handle, per queue entry (`TaskRef`) and
 //!   per waker. The allocation is freed when the last one goes, whoever holds it.
 //!
-//! A pending task with an empty body costs `size_of::<TaskCell<_, ()>>()`: 16 bytes of header,
+//! A pending task with an empty body costs `task_size::<(), ()>()`: 16 bytes of header,
 //! 8 for the scheduler pointer, 24 for the cell header and 24 for the `Result<(), Failure>`
-//! slot, plus the body (checked by a test to stay within 128 bytes).
+//! slot, plus the body (checked by a test to stay within 128 bytes); a detached one 24 bytes
+//! less.
 
 pub(crate) mod cancel;
+pub(crate) mod slab;
 pub(crate) mod state;
 mod waker;
 
@@ -61,11 +68,61 @@ struct TaskVTable {
     cell_offset: usize,
 }
 
+/// A task: its header, where its outcome goes (`O`, see [`Outcome`]), its body.
 #[repr(C)]
-struct TaskCell<B, T> {
+struct TaskCell<B, O> {
     header: Header,
-    inner: Inner<T>,
+    inner: O,
     body: UnsafeCell<ManuallyDrop<B>>,
+}
+
+/// Where a task's outcome goes, and where its reference count lives (a cell header first).
+///
+/// - `Inner<T>`: the completion cell of the task's [`Future`] (a `Result<T, Failure>` slot
+///   and the waiters).
+/// - `CellHeader` alone: nowhere. For a task nobody can await (a process reports its end
+///   through its process block): the header still counts the task's references, and the
+///   task saves the value slot (24 bytes) and the completion.
+trait Outcome<T>: 'static {
+    /// A fresh outcome with `refs` references.
+    fn new(refs: usize, vtable: &'static CellVTable) -> Self;
+    /// Records the task's result.
+    ///
+    /// # Safety
+    /// Called once, by the runner; `this` has the task allocation's provenance.
+    unsafe fn complete(this: NonNull<Self>, result: Result<T, Failure>);
+    /// Drops what the outcome holds.
+    ///
+    /// # Safety
+    /// The last reference is gone (exclusive access); called once.
+    unsafe fn drop_contents(&mut self);
+}
+
+impl<T: 'static> Outcome<T> for Inner<T> {
+    fn new(refs: usize, vtable: &'static CellVTable) -> Self {
+        Inner::new(refs, vtable)
+    }
+    #[inline]
+    unsafe fn complete(this: NonNull<Self>, result: Result<T, Failure>) {
+        // SAFETY: forwarded: the task is the cell's only completer, once.
+        unsafe { Inner::complete_claimed(this, result) }
+    }
+    unsafe fn drop_contents(&mut self) {
+        // SAFETY: forwarded.
+        unsafe { Inner::drop_contents(self) }
+    }
+}
+
+impl Outcome<()> for CellHeader {
+    fn new(refs: usize, vtable: &'static CellVTable) -> Self {
+        CellHeader::new(refs, vtable)
+    }
+    #[inline]
+    unsafe fn complete(_: NonNull<Self>, result: Result<(), Failure>) {
+        // Nobody can ask for it: a failure (a panic's message) is dropped here.
+        drop(result);
+    }
+    unsafe fn drop_contents(&mut self) {}
 }
 
 impl Header {
@@ -253,18 +310,18 @@ pub(crate) fn run_pending_cancels() {
     }
 }
 
-struct Kind<B, T>(PhantomData<(B, T)>);
+struct Kind<B, T, O>(PhantomData<(B, T, O)>);
 
-fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
-    let off = std::mem::offset_of!(TaskCell<B, T>, inner);
-    // SAFETY: the cell lives at `off` inside a `TaskCell<B, T>`, whose header is at 0.
+fn cell_vtable_task<B, O>(cell: NonNull<CellHeader>) -> NonNull<Header> {
+    let off = std::mem::offset_of!(TaskCell<B, O>, inner);
+    // SAFETY: the cell lives at `off` inside a `TaskCell<B, O>`, whose header is at 0.
     unsafe { NonNull::new_unchecked(cell.as_ptr().cast::<u8>().sub(off).cast::<Header>()) }
 }
 
-unsafe fn destroy<B, T>(cell: NonNull<CellHeader>) {
-    let task = cell_vtable_task::<B, T>(cell).cast::<TaskCell<B, T>>();
-    // SAFETY: the last reference: exclusive access to the allocation made by `Box::new`.
-    let mut b = unsafe { Box::from_raw(task.as_ptr()) };
+unsafe fn destroy<B, T, O: Outcome<T>>(cell: NonNull<CellHeader>) {
+    let task = cell_vtable_task::<B, O>(cell).cast::<TaskCell<B, O>>();
+    // SAFETY: the last reference: exclusive access to the allocation made by `alloc`.
+    let b = unsafe { &mut *task.as_ptr() };
     if !b.header.state.is_complete() {
         // The body was never finished: drop it here, containing a panicking destructor so the
         // waiters below are still discarded (their derived futures break instead of hanging).
@@ -278,35 +335,56 @@ unsafe fn destroy<B, T>(cell: NonNull<CellHeader>) {
     }
     // SAFETY: exclusive access.
     unsafe { b.inner.drop_contents() };
+    // SAFETY: exclusive access; what is left (the header, the emptied cell, the
+    // `ManuallyDrop` body) is dropped once, then the memory goes back to the slab it came
+    // from (`alloc`).
+    unsafe {
+        std::ptr::drop_in_place(task.as_ptr());
+        slab::dealloc(task);
+    }
 }
 
-unsafe fn task_of<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
-    cell_vtable_task::<B, T>(cell)
+unsafe fn task_of<B, O>(cell: NonNull<CellHeader>) -> NonNull<Header> {
+    cell_vtable_task::<B, O>(cell)
 }
 
-impl<B, T> Kind<B, T> {
+impl<B, T, O: Outcome<T>> Kind<B, T, O> {
     const CELL_VTABLE: CellVTable = CellVTable {
-        destroy: destroy::<B, T>,
-        task: Some(task_of::<B, T>),
+        destroy: destroy::<B, T, O>,
+        task: Some(task_of::<B, O>),
     };
 }
 
+/// Allocates a task with `body` and outcome `O` holding `refs` references.
+fn alloc_cell<B, T, O: Outcome<T>>(
+    body: B,
+    sched: &'static Shared,
+    vtable: &'static TaskVTable,
+    refs: usize,
+) -> NonNull<TaskCell<B, O>> {
+    let ptr = slab::alloc::<TaskCell<B, O>>();
+    // SAFETY: fresh memory for a `TaskCell<B, O>`, freed by `destroy` (the last reference).
+    unsafe {
+        ptr.as_ptr().write(TaskCell {
+            header: Header {
+                state: State::new_scheduled(),
+                vtable,
+                sched,
+            },
+            inner: O::new(refs, &Kind::<B, T, O>::CELL_VTABLE),
+            body: UnsafeCell::new(ManuallyDrop::new(body)),
+        })
+    };
+    ptr
+}
+
 /// Allocates a task with `body`, one reference for the returned entry and one for the future.
-fn alloc<B, T>(
+fn alloc<B, T: 'static>(
     body: B,
     sched: &'static Shared,
     vtable: &'static TaskVTable,
 ) -> (TaskRef, Future<T>) {
-    let cell = Box::new(TaskCell {
-        header: Header {
-            state: State::new_scheduled(),
-            vtable,
-            sched,
-        },
-        inner: Inner::<T>::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE),
-        body: UnsafeCell::new(ManuallyDrop::new(body)),
-    });
-    let ptr = NonNull::from(Box::leak(cell));
+    let ptr = alloc_cell::<B, T, Inner<T>>(body, sched, vtable, HANDLE + 1);
     // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
     let fut = unsafe {
         Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
@@ -316,20 +394,20 @@ fn alloc<B, T>(
     (TaskRef(ptr.cast()), fut)
 }
 
-/// Completes the task's cell and marks the task complete. The body must already be dropped.
+/// Completes the task's outcome and marks the task complete. The body must already be dropped.
 ///
 /// # Safety
-/// Called once, by the runner, on a `TaskCell<B, T>`.
+/// Called once, by the runner, on a `TaskCell<B, O>`.
 #[inline]
-unsafe fn finish<B, T>(task: NonNull<TaskCell<B, T>>, result: Result<T, Failure>) {
+unsafe fn finish<B, T, O: Outcome<T>>(task: NonNull<TaskCell<B, O>>, result: Result<T, Failure>) {
     // SAFETY: the runner holds a reference; the task is its cell's only completer.
     let t = unsafe { task.as_ref() };
     t.header.state.transition_to_complete();
     // SAFETY: see above. The cell pointer is projected from `task` (not made from a
-    // reference), so it carries the allocation's provenance, as `complete_claimed` requires.
+    // reference), so it carries the allocation's provenance, as `complete` requires.
     unsafe {
         let inner = NonNull::new_unchecked(std::ptr::addr_of_mut!((*task.as_ptr()).inner));
-        Inner::complete_claimed(inner, result)
+        O::complete(inner, result)
     };
 }
 
@@ -341,11 +419,11 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     const VTABLE: TaskVTable = TaskVTable {
         poll: Self::poll,
         cancel: Self::cancel,
-        cell_offset: std::mem::offset_of!(TaskCell<F, T>, inner),
+        cell_offset: std::mem::offset_of!(TaskCell<F, Inner<T>>, inner),
     };
 
     unsafe fn poll(h: NonNull<Header>) {
-        let task = h.cast::<TaskCell<F, T>>();
+        let task = h.cast::<TaskCell<F, Inner<T>>>();
         // SAFETY: we are the runner: exclusive access to the body, taken exactly once (the
         // state becomes COMPLETE below, so `destroy` will not drop it again).
         let f = unsafe { task.as_ref() }
@@ -359,7 +437,7 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     }
 
     unsafe fn cancel(h: NonNull<Header>) {
-        let task = h.cast::<TaskCell<F, T>>();
+        let task = h.cast::<TaskCell<F, Inner<T>>>();
         // A panicking destructor of a capture must not skip `finish` (the state would stay
         // RUNNING and `destroy` would drop the body again).
         let dropped = catch_unwind(AssertUnwindSafe(|| {
@@ -387,20 +465,21 @@ where
 
 // ----- async futures (spawn) -----
 
-struct FutTask<G>(PhantomData<G>);
+/// An async task whose outcome goes to `O` (see [`Outcome`]).
+struct FutTask<G, O>(PhantomData<(G, O)>);
 
-impl<G: StdFuture + Send + 'static> FutTask<G>
+impl<G: StdFuture + Send + 'static, O: Outcome<G::Output>> FutTask<G, O>
 where
     G::Output: Send + 'static,
 {
     const VTABLE: TaskVTable = TaskVTable {
         poll: Self::poll,
         cancel: Self::cancel,
-        cell_offset: std::mem::offset_of!(TaskCell<G, G::Output>, inner),
+        cell_offset: std::mem::offset_of!(TaskCell<G, O>, inner),
     };
 
     unsafe fn poll(h: NonNull<Header>) {
-        let task = h.cast::<TaskCell<G, G::Output>>();
+        let task = h.cast::<TaskCell<G, O>>();
         // SAFETY: the task holds a reference for as long as the borrowed waker is used.
         let waker = unsafe { waker::borrowed(h) };
         let mut cx = Context::from_waker(&waker);
@@ -437,7 +516,7 @@ where
         unsafe { finish(task, result) };
     }
 
-    fn drop_body(task: NonNull<TaskCell<G, G::Output>>) {
+    fn drop_body(task: NonNull<TaskCell<G, O>>) {
         // A panicking destructor must not take the worker down: the result stands.
         // SAFETY: called by the runner only, once, before `finish`.
         let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -449,7 +528,7 @@ where
     }
 
     unsafe fn cancel(h: NonNull<Header>) {
-        let task = h.cast::<TaskCell<G, G::Output>>();
+        let task = h.cast::<TaskCell<G, O>>();
         Self::drop_body(task);
         // SAFETY: the runner, once.
         unsafe { finish(task, Err(Failure::Cancelled)) };
@@ -462,13 +541,29 @@ where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
 {
-    alloc(fut, sched, &FutTask::<G>::VTABLE)
+    alloc(fut, sched, &FutTask::<G, Inner<G::Output>>::VTABLE)
+}
+
+/// A task polling `fut` on a worker that nobody can await (no [`Future`], no result kept: a
+/// process, which reports its end through its process block). Returns the queue entry to
+/// schedule, the task's only reference.
+pub(crate) fn new_detached<G>(fut: G, sched: &'static Shared) -> TaskRef
+where
+    G: StdFuture<Output = ()> + Send + 'static,
+{
+    let ptr = alloc_cell::<G, (), CellHeader>(fut, sched, &FutTask::<G, CellHeader>::VTABLE, 1);
+    TaskRef(ptr.cast())
 }
 
 /// The size of a task whose body is `B` and output `T`, for the size test.
 #[doc(hidden)]
 pub const fn task_size<B, T>() -> usize {
-    std::mem::size_of::<TaskCell<B, T>>()
+    std::mem::size_of::<TaskCell<B, Inner<T>>>()
+}
+
+/// The size of a detached task ([`new_detached`]) whose body is `B`.
+pub(crate) const fn detached_task_size<B>() -> usize {
+    std::mem::size_of::<TaskCell<B, CellHeader>>()
 }
 
 // ----- async tasks that start idle (ito::sync::Pool) -----
@@ -488,7 +583,7 @@ where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
 {
-    let (task, f) = alloc(fut, sched, &FutTask::<G>::VTABLE);
+    let (task, f) = alloc(fut, sched, &FutTask::<G, Inner<G::Output>>::VTABLE);
     let h = task.0;
     // SAFETY: live: `task` and `f` hold references.
     let header = unsafe { h.as_ref() };
@@ -496,7 +591,7 @@ where
     debug_assert_eq!(won, Claim::Run, "a fresh task is ours to run");
     // SAFETY: `task` holds a reference for as long as the borrowed waker is used (below).
     let w = unsafe { waker::borrowed(h) };
-    let cell = h.cast::<TaskCell<G, G::Output>>();
+    let cell = h.cast::<TaskCell<G, Inner<G::Output>>>();
     // SAFETY: live, as above.
     unsafe { cell.as_ref() }.body.with_mut(|p| {
         // SAFETY: we won `SCHEDULED → RUNNING`: exclusive access to the body, which lives in
@@ -508,7 +603,7 @@ where
         AfterPoll::Reschedule => crate::runtime::schedule(task),
         // Nobody holds a handle yet, but a cancellation is handled like after any poll.
         // SAFETY: still the runner (the state stays RUNNING).
-        AfterPoll::Cancel => unsafe { FutTask::<G>::cancel(h) },
+        AfterPoll::Cancel => unsafe { FutTask::<G, Inner<G::Output>>::cancel(h) },
     }
     f
 }

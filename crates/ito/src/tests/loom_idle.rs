@@ -42,11 +42,10 @@ fn push_races_a_worker_falling_asleep() {
     });
 }
 
-/// A push racing the last searcher giving up: the push sees a searcher and wakes nobody, so
-/// the searcher must see the push.
-#[test]
-fn push_races_the_last_searcher() {
-    loom::model(|| {
+/// A push from outside (fenced) racing a worker that is counted as searching and runs
+/// `worker`: the push sees a searcher and wakes nobody, so the searcher must see the push.
+fn push_races_a_searcher(worker: fn(&Idle, &AtomicUsize)) {
+    loom::model(move || {
         let idle = Arc::new(Idle::new(1));
         let queue = Arc::new(AtomicUsize::new(0));
         idle.start_searching();
@@ -56,11 +55,42 @@ fn push_races_the_last_searcher() {
             q2.store(1, Ordering::Release);
             i2.notify_with(true, |_| me.unpark());
         });
+        worker(&idle, &queue);
+        pusher.join().unwrap();
+    });
+}
+
+/// A push racing the last searcher giving up.
+#[test]
+fn push_races_the_last_searcher() {
+    push_races_a_searcher(|idle, queue| {
         if queue.load(Ordering::Acquire) > 0 {
             idle.stop_searching_with(|_| {});
         } else {
-            sleep_until_work(&idle, &queue, true);
+            sleep_until_work(idle, queue, true);
         }
-        pusher.join().unwrap();
     });
+}
+
+/// The worker's side of `WorkerCtx::keep_looking` followed by `sleep`: counted as searching,
+/// it looks `rounds` more times (the spin window), taking the work if it sees it; then it
+/// gives up like any searcher.
+fn spin_then_sleep(idle: &Idle, queue: &AtomicUsize, rounds: usize) {
+    assert!(idle.try_start_spinning());
+    for _ in 0..rounds {
+        if queue.load(Ordering::Acquire) > 0 {
+            idle.stop_spinning();
+            idle.stop_searching_with(|_| {});
+            return;
+        }
+    }
+    idle.stop_spinning();
+    sleep_until_work(idle, queue, true);
+}
+
+/// A push racing a searcher that spins before sleeping: the spinner must see the push,
+/// either while it spins or when it gives up.
+#[test]
+fn push_races_a_spinning_searcher() {
+    push_races_a_searcher(|idle, queue| spin_then_sleep(idle, queue, 2));
 }

@@ -10,8 +10,8 @@
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
 //!    row (then the deque's newest task gets a turn), then its own deque (newest first),
 //!    then the injector;
-//! 3. steal one task (the oldest) from a victim's deque, starting at a random victim; from
-//!    the injector, a batch;
+//! 3. steal one task (the oldest) from a victim's deque, starting at a random victim (a
+//!    batch if the victim's deque is long, [`BATCH_STEAL_MIN`]); from the injector, a batch;
 //! 4. keep looking for a short while (`Builder::idle_spin`, still counted as searching),
 //!    then sleep (the protocol in `idle.rs`).
 //!
@@ -39,6 +39,10 @@ use crate::task::TaskRef;
 const INJECTOR_INTERVAL: u32 = 61;
 /// Consecutive runs from the LIFO slot before the deque gets a turn.
 const MAX_LIFO_STREAK: u32 = 3;
+/// A victim's deque at least this long gives a batch to a thief, not one task.
+const BATCH_STEAL_MIN: usize = 32;
+/// The most tasks one batch steal takes (crossbeam takes at most half the deque).
+const BATCH_STEAL_LIMIT: usize = 16;
 /// Stack kept free below a task run inline by a waiter.
 const STACK_RESERVE: usize = 256 * 1024;
 /// Rounds of [`SPINS_PER_ROUND`] spin-loop hints a worker out of work makes between looks
@@ -547,8 +551,19 @@ impl WorkerCtx {
                 if let Some(j) = slot.shelf.steal(me, self.join.len()) {
                     return Some(Found::Job(j));
                 }
+                // One task (the oldest: in a fork-join, the largest piece) unless the victim
+                // holds a long run of tasks, as a loop spawning many small ones leaves: then a
+                // batch, so that the two workers do not bounce the deque's (and the tasks'
+                // shared data's) cache lines once per task.
+                let batch = slot.stealer.len() >= BATCH_STEAL_MIN;
                 loop {
-                    match slot.stealer.steal() {
+                    let stolen = if batch {
+                        slot.stealer
+                            .steal_batch_with_limit_and_pop(&self.local, BATCH_STEAL_LIMIT)
+                    } else {
+                        slot.stealer.steal()
+                    };
+                    match stolen {
                         Steal::Success(t) => {
                             bump(&self.slot().metrics.stolen);
                             return Some(Found::Task(t));

@@ -354,8 +354,10 @@ mod imp {
 
     #[cfg(target_os = "linux")]
     fn advise_huge(p: NonNull<u8>, size: usize) {
-        // SAFETY: `[p, p + size)` is a mapping we own (fresh from the allocator). The advice
-        // only changes how the kernel backs it; failure (no THP support) is harmless.
+        // SAFETY: `madvise` needs a page-aligned start (`p` is 2 MiB-aligned) and acts on
+        // `[p, p + size)`, which is our own fresh allocation, so no other memory is affected.
+        // `MADV_HUGEPAGE` changes only how the kernel backs the range, never its contents;
+        // failure (no THP support) is harmless and ignored.
         unsafe { libc::madvise(p.as_ptr().cast(), size, libc::MADV_HUGEPAGE) };
     }
 

@@ -2,12 +2,13 @@
 //! by short-lived threads and freed by others (workers, a collector thread, the runtime's
 //! shutdown), with bodies of every alignment the slab serves and some it does not.
 
-use std::pin::Pin;
 use std::sync::mpsc;
-use std::task::{Context, Poll};
 
 use ito::process::{self, Exit, Mailbox};
 use ito::{Future, Runtime};
+
+mod common;
+use common::YieldOnce;
 
 /// Align-16 body state (the strictest alignment the task slab serves).
 #[derive(Clone, Copy)]
@@ -18,20 +19,6 @@ struct A16([u64; 2]);
 #[derive(Clone, Copy)]
 #[repr(align(64))]
 struct A64([u64; 8]);
-
-/// Returns `Pending` once (waking itself), so the body is stored and polled again.
-struct Yield(bool);
-impl std::future::Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
 
 /// Address of `x`, for alignment checks inside a task's body (which lives in the task's
 /// memory).
@@ -49,19 +36,19 @@ fn spawn_mix(rt: &Runtime, i: u64) -> Vec<Future<u64>> {
         rt.spawn_fn(move || i),
         rt.spawn(async move {
             let x = a16;
-            Yield(false).await;
+            YieldOnce(false).await;
             assert_eq!(addr(&x) % 16, 0, "align-16 state misaligned");
             x.0[0] + x.0[1]
         }),
         rt.spawn(async move {
             let x = a64;
-            Yield(false).await;
+            YieldOnce(false).await;
             assert_eq!(addr(&x) % 64, 0, "align-64 state misaligned");
             x.0.iter().sum()
         }),
         rt.spawn(async move {
             let x = big;
-            Yield(false).await;
+            YieldOnce(false).await;
             x.iter().sum()
         }),
         // A 24-byte class neighbour (8-aligned), carved from the same chunks.

@@ -3,30 +3,13 @@
 
 mod common;
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use common::get;
+use common::{YieldOnce, get};
 use ito::{Promise, Runtime};
-
-/// Returns `Pending` once (waking itself), then `Ready`: one suspension point.
-struct YieldOnce(bool);
-
-impl std::future::Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
 
 fn rt(workers: usize) -> Runtime {
     Runtime::builder().workers(workers).build().unwrap()

@@ -70,6 +70,8 @@ pub use registry::{RegisterError, register, unregister, whereis, whereis_any};
 pub use supervisor::{ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorMsg};
 
 #[cfg(all(test, loom))]
+pub(crate) use block::BlockRef;
+#[cfg(all(test, loom))]
 pub(crate) use mailbox::{MailboxCore, Node, NodeBox, Take};
 
 /// Spawns a process on the current runtime. `body` receives the process's [`Mailbox`] and

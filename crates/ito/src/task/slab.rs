@@ -181,9 +181,10 @@ mod imp {
         loaded: [Mag; CLASSES],
         /// Empty or full (`MAG` blocks): swapped with `loaded` when that runs empty or full.
         previous: [Mag; CLASSES],
-        /// The uncarved part of the current chunk.
-        bump: usize,
-        end: usize,
+        /// The uncarved part of the current chunk (pointers derived from the chunk's, so
+        /// blocks carry its provenance; both null before the first chunk).
+        bump: *mut u8,
+        end: *mut u8,
         /// The size of the next chunk.
         next_chunk: usize,
     }
@@ -195,8 +196,8 @@ mod imp {
         const NEW: Cache = Cache {
             loaded: [Mag::EMPTY; CLASSES],
             previous: [Mag::EMPTY; CLASSES],
-            bump: 0,
-            end: 0,
+            bump: std::ptr::null_mut(),
+            end: std::ptr::null_mut(),
             next_chunk: FIRST_CHUNK,
         };
 
@@ -245,33 +246,40 @@ mod imp {
             self.loaded[class] = Mag::EMPTY;
         }
 
+        /// Bytes left uncarved in the current chunk.
+        fn room(&self) -> usize {
+            self.end.addr() - self.bump.addr()
+        }
+
         /// Fills `loaded[class]` (empty) with up to `MAG` fresh blocks from the chunk.
         fn carve(&mut self, class: usize) {
             let size = (class + 1) * STEP;
             // Runs start `ALIGN`-aligned, so blocks whose size is a multiple of it are too.
-            self.bump = self.bump.next_multiple_of(ALIGN).min(self.end);
-            if self.end - self.bump < size {
+            let a = self.bump.addr();
+            let skip = (a.next_multiple_of(ALIGN) - a).min(self.room());
+            self.bump = self.bump.wrapping_add(skip);
+            if self.room() < size {
                 self.new_chunk(size * MAG);
             }
-            let n = ((self.end - self.bump) / size).min(MAG);
+            let n = (self.room() / size).min(MAG);
             // Pushed in reverse so that allocations walk the fresh memory upwards.
             for i in (0..n).rev() {
-                let p = (self.bump + i * size) as *mut u8;
-                // SAFETY: inside the chunk, non-null.
+                let p = self.bump.wrapping_add(i * size);
+                // SAFETY: inside the chunk (`i * size < room`), which is non-null.
                 self.loaded[class].push(unsafe { NonNull::new_unchecked(p) });
             }
-            self.bump += n * size;
+            self.bump = self.bump.wrapping_add(n * size);
         }
 
         /// Replaces the current chunk (its uncarved rest goes to the spare list) with a spare
         /// run of at least `want` bytes, or a new chunk.
         fn new_chunk(&mut self, want: usize) {
             let mut spares = lock(&SPARE_RUNS);
-            if self.end - self.bump >= STEP {
-                spares.push((self.bump, self.end));
+            if self.room() >= STEP {
+                spares.push(Run(self.bump, self.end));
             }
-            if let Some(i) = spares.iter().position(|&(b, e)| e - b >= want) {
-                (self.bump, self.end) = spares.swap_remove(i);
+            if let Some(i) = spares.iter().position(|r| r.1.addr() - r.0.addr() >= want) {
+                Run(self.bump, self.end) = spares.swap_remove(i);
                 return;
             }
             drop(spares);
@@ -279,8 +287,8 @@ mod imp {
             self.next_chunk = (size * 2).min(MAX_CHUNK);
             let layout = Layout::from_size_align(size, 4096).expect("a valid chunk layout");
             let p = global_alloc(layout);
-            self.bump = p.as_ptr() as usize;
-            self.end = self.bump + size;
+            self.bump = p.as_ptr();
+            self.end = self.bump.wrapping_add(size);
         }
 
         /// Hands everything to the depot and the spare list (the thread is exiting).
@@ -293,11 +301,11 @@ mod imp {
                     }
                 }
             }
-            if self.end - self.bump >= STEP {
-                lock(&SPARE_RUNS).push((self.bump, self.end));
+            if self.room() >= STEP {
+                lock(&SPARE_RUNS).push(Run(self.bump, self.end));
             }
-            self.bump = 0;
-            self.end = 0;
+            self.bump = std::ptr::null_mut();
+            self.end = std::ptr::null_mut();
         }
     }
 
@@ -321,9 +329,15 @@ mod imp {
     /// Full magazines per class, shared by all threads.
     static DEPOT: [Mutex<Vec<Mag>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
 
-    /// Uncarved rests of chunks (`(start, end)`), left by exiting threads or by a thread
-    /// that needed a longer run.
-    static SPARE_RUNS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+    /// An uncarved rest of a chunk: start and end, with the chunk's provenance.
+    struct Run(*mut u8, *mut u8);
+
+    // SAFETY: the run is raw memory owned by whoever holds it.
+    unsafe impl Send for Run {}
+
+    /// Uncarved rests of chunks, left by exiting threads or by a thread that needed a longer
+    /// run.
+    static SPARE_RUNS: Mutex<Vec<Run>> = Mutex::new(Vec::new());
 
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         m.lock().unwrap_or_else(|e| e.into_inner())
@@ -355,20 +369,20 @@ mod imp {
     #[test]
     fn carved_blocks_keep_the_alignment() {
         let layout = Layout::from_size_align(4096, 16).unwrap();
-        let base = global_alloc(layout).as_ptr() as usize;
+        let base = global_alloc(layout).as_ptr();
         let mut cache = Cache::NEW;
-        (cache.bump, cache.end) = (base + 8, base + 4096);
+        (cache.bump, cache.end) = (base.wrapping_add(8), base.wrapping_add(4096));
         let class = 32 / STEP - 1; // `[u128; 2]`
         cache.carve(class);
         let mut n = 0;
         while let Some(p) = cache.loaded[class].pop() {
-            assert_eq!(p.as_ptr() as usize % ALIGN, 0);
-            assert!(p.as_ptr() as usize + 32 <= base + 4096);
+            assert_eq!(p.as_ptr().addr() % ALIGN, 0);
+            assert!(p.as_ptr().addr() + 32 <= base.addr() + 4096);
             n += 1;
         }
         assert_eq!(n, MAG);
         // SAFETY: allocated above with this layout; the blocks carved from it are unused.
-        unsafe { std::alloc::dealloc(base as *mut u8, layout) };
+        unsafe { std::alloc::dealloc(base, layout) };
     }
 
     /// # Safety
@@ -402,47 +416,55 @@ mod tests {
         assert_eq!(class_of(Layout::new::<Big>()), None);
     }
 
+    /// A block pointer moved to another thread (raw pointers are not `Send`).
+    struct Sent<B>(NonNull<B>);
+
+    // SAFETY: the block is raw memory owned by whoever holds it.
+    unsafe impl<B> Send for Sent<B> {}
+
     /// Blocks are distinct, aligned, writable, and reused after being freed, across
     /// threads: what one thread frees another allocates (through the depot).
     #[test]
     fn blocks_move_between_threads() {
         type B = [u64; 15]; // 120 bytes: the 128-byte class
         let n = 10 * 64 + 7;
-        let blocks: Vec<usize> = (0..n)
+        let blocks: Vec<Sent<B>> = (0..n)
             .map(|i| {
                 let p = alloc::<B>();
-                assert_eq!(p.as_ptr() as usize % STEP, 0);
+                assert_eq!(p.as_ptr().addr() % STEP, 0);
                 // SAFETY: fresh memory for a `B`.
                 unsafe { p.as_ptr().write([i as u64; 15]) };
-                p.as_ptr() as usize
+                Sent(p)
             })
             .collect();
-        let mut sorted = blocks.clone();
+        let mut sorted: Vec<usize> = blocks.iter().map(|p| p.0.as_ptr().addr()).collect();
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), n, "every live block is distinct");
-        for (i, &p) in blocks.iter().enumerate() {
+        for (i, p) in blocks.iter().enumerate() {
             // SAFETY: written above.
-            assert_eq!(unsafe { *(p as *const B) }, [i as u64; 15]);
+            assert_eq!(unsafe { *p.0.as_ptr() }, [i as u64; 15]);
         }
         // Another thread frees them all; its full magazines go to the depot.
         std::thread::spawn(move || {
             for p in blocks {
                 // SAFETY: allocated above as `B`, not used again.
-                unsafe { dealloc(NonNull::new(p as *mut B).unwrap()) };
+                unsafe { dealloc(p.0) };
             }
         })
         .join()
         .unwrap();
         // This thread gets them back from the depot before it carves new ones.
-        let again: Vec<usize> = (0..2 * n).map(|_| alloc::<B>().as_ptr() as usize).collect();
+        let again: Vec<NonNull<B>> = (0..2 * n).map(|_| alloc::<B>()).collect();
         assert!(
-            again.iter().any(|p| sorted.binary_search(p).is_ok()),
+            again
+                .iter()
+                .any(|p| sorted.binary_search(&p.as_ptr().addr()).is_ok()),
             "freed blocks are reused"
         );
         for p in again {
             // SAFETY: allocated above as `B`.
-            unsafe { dealloc(NonNull::new(p as *mut B).unwrap()) };
+            unsafe { dealloc(p) };
         }
     }
 

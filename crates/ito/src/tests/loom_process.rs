@@ -1,7 +1,8 @@
 //! The process mailbox (`process/mailbox.rs`) under every interleaving loom finds: a push
 //! racing a receiver that finds the queue empty and waits, the waker registered late (after
 //! the first wait was armed), kills racing pushes for the waker slot, the process exiting
-//! while a claimant holds the slot, and a close racing a push.
+//! while a claimant holds the slot, and a close racing a push; and the process block's
+//! reference count (`BlockRef`): the last of two racing releases frees it, once.
 //!
 //! A waiting receiver parks its loom thread and its waker unparks it, so a lost wake-up is a
 //! loom deadlock.
@@ -13,7 +14,7 @@ use std::task::{Wake, Waker};
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::process::{MailboxCore, Node, NodeBox, Take};
+use crate::process::{BlockRef, MailboxCore, Node, NodeBox, Take};
 
 /// A waker that unparks one loom thread and counts its wake-ups.
 struct ParkWake {
@@ -269,5 +270,29 @@ fn loom_mailbox_close_races_push() {
         // was in the stack the close took.
         let _ = delivered;
         assert!(matches!(mb.take(), Take::Gone));
+    });
+}
+
+/// Two references to a process block given up at once, one of them right after queueing a
+/// message: exactly one release is the last, and it drops the block (whose mailbox drops the
+/// message) once.
+#[test]
+fn loom_block_last_reference_frees_once() {
+    loom::model(|| {
+        let drops = StdArc::new(StdAtomicUsize::new(0));
+        let a = BlockRef::<Counted>::new();
+        let b = a.clone();
+        let d2 = drops.clone();
+        let sender = thread::spawn(move || {
+            assert!(b.mailbox.push(NodeBox::new(Counted(d2)), || {}).is_ok());
+            drop(b);
+        });
+        drop(a);
+        sender.join().unwrap();
+        assert_eq!(
+            drops.load(StdOrdering::SeqCst),
+            1,
+            "the message dropped once"
+        );
     });
 }

@@ -1,7 +1,9 @@
 //! Helpers shared by the futures test files.
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::pin::Pin;
 use std::sync::Once;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use ito::{Failure, Future};
@@ -42,4 +44,19 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .cloned()
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
+}
+
+/// Returns `Pending` once (waking itself), then `Ready`: one suspension point.
+pub(crate) struct YieldOnce(pub(crate) bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
 }

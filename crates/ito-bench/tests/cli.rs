@@ -10,6 +10,15 @@ fn bench(args: &[&str]) -> std::process::Output {
         .expect("ito-bench runs")
 }
 
+/// A bad command line: exit status 2, a one-line message on stderr, nothing on stdout.
+fn assert_usage_error(args: &[&str]) {
+    let out = bench(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
 #[test]
 fn bad_arguments_are_one_line_and_exit_2() {
     for args in [
@@ -19,11 +28,7 @@ fn bad_arguments_are_one_line_and_exit_2() {
         &["fib", "--workers", "0"],
         &["no-such-command"],
     ] {
-        let out = bench(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_usage_error(args);
     }
 }
 
@@ -80,11 +85,7 @@ fn join_bad_arguments_are_one_line_and_exit_2() {
         &["join", "--workload", "fib", "--repeat", "0"],
         &["join", "--workload", "fib", "--timeout-s", "0"],
     ] {
-        let out = bench(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_usage_error(args);
     }
 }
 
@@ -239,11 +240,7 @@ fn stm_bank_bad_arguments_are_one_line_and_exit_2() {
         &["stm-bank", "--repeat", "0"],
         &["stm-bank", "--timeout-s", "0"],
     ] {
-        let out = bench(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_usage_error(args);
     }
 }
 
@@ -318,11 +315,7 @@ fn futures_bad_arguments_are_one_line_and_exit_2() {
         &["futures", "philosophers", "--impl", "shared"],
         &["futures", "philosophers", "--impl", "tokio"],
     ] {
-        let out = bench(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_usage_error(args);
     }
 }
 
@@ -511,11 +504,7 @@ fn pool_bad_arguments_are_one_line_and_exit_2() {
         &["pool", "--mode", "bogus"],
         &["pool", "--impl", "rayon"],
     ] {
-        let out = bench(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_usage_error(args);
     }
 }
 

@@ -175,6 +175,22 @@ mod imp {
         }
     }
 
+    /// Faults in `[p, p + len)` (a fresh chunk) in one system call where the kernel can
+    /// (`MADV_POPULATE_WRITE`, Linux 5.14). Only an optimisation: where the call fails or does
+    /// not exist, the pages fault in on first touch as usual.
+    fn prefault(p: *mut u8, len: usize) {
+        #[cfg(all(target_os = "linux", not(miri)))]
+        // SAFETY: `madvise` is given a range inside a live allocation of ours;
+        // `MADV_POPULATE_WRITE` maps its pages as a write fault would, without changing their
+        // contents (fresh memory reads as whatever the allocator left, which we never read
+        // before writing).
+        unsafe {
+            libc::madvise(p.cast(), len, libc::MADV_POPULATE_WRITE);
+        }
+        #[cfg(any(not(target_os = "linux"), miri))]
+        let _ = (p, len);
+    }
+
     /// A thread's magazines and its chunk.
     struct Cache {
         /// Allocations pop here, frees push here.
@@ -187,6 +203,8 @@ mod imp {
         end: *mut u8,
         /// The size of the next chunk.
         next_chunk: usize,
+        /// A chunk of `MAX_CHUNK` bytes was carved already: the next ones are prefaulted.
+        bulk: bool,
     }
 
     // SAFETY: the blocks are raw memory owned by whoever holds the cache.
@@ -199,6 +217,7 @@ mod imp {
             bump: std::ptr::null_mut(),
             end: std::ptr::null_mut(),
             next_chunk: FIRST_CHUNK,
+            bulk: false,
         };
 
         #[inline]
@@ -284,9 +303,17 @@ mod imp {
             }
             drop(spares);
             let size = self.next_chunk;
+            // Once a thread has carved a chunk of the largest size it is allocating in bulk
+            // (a million-process chain carves 150 MB): its next chunks are faulted in by one
+            // call each instead of one page fault per 4 KiB page.
+            let populate = size == MAX_CHUNK && self.bulk;
+            self.bulk |= size == MAX_CHUNK;
             self.next_chunk = (size * 2).min(MAX_CHUNK);
             let layout = Layout::from_size_align(size, 4096).expect("a valid chunk layout");
             let p = global_alloc(layout);
+            if populate {
+                prefault(p.as_ptr(), size);
+            }
             self.bump = p.as_ptr();
             self.end = self.bump.wrapping_add(size);
         }

@@ -329,3 +329,39 @@ fn a_busy_workers_spawn_wakes_an_idle_worker() {
         assert_eq!(inner.wait_timeout(LIMIT), Some(Ok(())));
     }
 }
+
+/// An outside thread spins for a few microseconds before it parks (`block_on` and `wait`):
+/// results that arrive within the spin, just after it, and much later all come back, each
+/// exactly once, and a later wait is not confused by the wake-up left over from an earlier
+/// one that the spin already caught.
+#[test]
+fn outside_waits_spin_then_park_and_lose_nothing() {
+    let rt = Runtime::builder().workers(2).build().unwrap();
+    let delays_us = [0u64, 1, 3, 5, 8, 20, 100, 2_000];
+    let mut expected = 0u64;
+    let mut got = 0u64;
+    for round in 0..200u64 {
+        let d = Duration::from_micros(delays_us[(round as usize) % delays_us.len()]);
+        // A task that completes its future after `d` of busy work: within or past the spin.
+        let busy = move || {
+            let t = std::time::Instant::now();
+            while t.elapsed() < d {
+                std::hint::spin_loop();
+            }
+            round
+        };
+        got += rt.spawn_fn(busy).wait().unwrap();
+        got += rt.block_on(async move { ito::spawn_fn(busy).await.unwrap() });
+        // A promise completed from another thread.
+        let p = Promise::new();
+        let f = p.future();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(d);
+            p.success(round).unwrap();
+        });
+        got += f.wait().unwrap();
+        t.join().unwrap();
+        expected += 3 * round;
+    }
+    assert_eq!(got, expected);
+}

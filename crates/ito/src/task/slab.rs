@@ -28,7 +28,9 @@
 //!   advised as huge pages: on this project's machine (a VM that hands free memory back to
 //!   its host) a million-process chain then spent from 0.01 s to 0.3 s of system time
 //!   faulting them in, against a steady 0.13 s with ordinary pages, and was slower on the
-//!   median.
+//!   median. Once a thread has carved its first 2 MiB chunk, though, each further chunk is
+//!   faulted in by one `madvise(MADV_POPULATE_WRITE)` call instead of 512 page faults
+//!   (`prefault`): the million-process chain went from 0.188 s to 0.175 s.
 //!
 //! Memory that held tasks is kept for later tasks, never returned to the system: a program's
 //! task memory stays at its peak (a million waiting processes leave about 200 MB for

@@ -81,7 +81,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         }
         let woken =
             || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
-        if !tw.notified.swap(false, Ordering::Acquire) && !super::wait::spin_outside(woken) {
+        if !tw.notified.swap(false, Ordering::Acquire) && !super::wait::spin_outside(woken, None) {
             super::wait::blocking_park(|| {
                 while !tw.notified.swap(false, Ordering::Acquire) {
                     if watch.as_ref().is_some_and(Watch::cancelled) {

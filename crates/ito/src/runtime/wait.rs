@@ -144,7 +144,7 @@ fn park_on(
     }
     // A cancellation queued on this thread may be what completes the future.
     crate::task::run_pending_cancels();
-    if ctx.is_none() && spin_outside(|| node.done.load(Ordering::Acquire)) {
+    if ctx.is_none() && spin_outside(|| node.done.load(Ordering::Acquire), deadline) {
         return Woken::Complete;
     }
     let watch = if cancellable { Watch::new() } else { None };
@@ -195,15 +195,17 @@ fn park_on(
 #[cfg(not(loom))]
 const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_micros(5);
 
-/// Spins for up to [`OUTSIDE_SPIN`] until `ready()`; true if it got ready. Only for threads
-/// that are not workers: a worker that waits gives its place away instead (its spinning
-/// would hold the CPU that the task it waits for needs).
+/// Spins until `ready()` for up to [`OUTSIDE_SPIN`], and never past `deadline`: true if it
+/// got ready. A deadline that has passed already means no spin at all (`wait_timeout` with a
+/// zero timeout is a poll, not a 5 us busy wait). Only for threads that are not workers: a
+/// worker that waits gives its place away instead (its spinning would hold the CPU that the
+/// task it waits for needs).
 #[inline]
-pub(crate) fn spin_outside(ready: impl Fn() -> bool) -> bool {
+pub(crate) fn spin_outside(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
     #[cfg(loom)]
     {
         // A model explores every interleaving: a spin would only multiply them.
-        let _ = ready;
+        let _ = (ready, deadline);
         false
     }
     #[cfg(not(loom))]
@@ -212,6 +214,11 @@ pub(crate) fn spin_outside(ready: impl Fn() -> bool) -> bool {
             return false;
         }
         let start = Instant::now();
+        let end = match deadline {
+            Some(d) if d <= start => return false,
+            Some(d) => d.min(start + OUTSIDE_SPIN),
+            None => start + OUTSIDE_SPIN,
+        };
         loop {
             for _ in 0..32 {
                 if ready() {
@@ -219,7 +226,7 @@ pub(crate) fn spin_outside(ready: impl Fn() -> bool) -> bool {
                 }
                 std::hint::spin_loop();
             }
-            if start.elapsed() >= OUTSIDE_SPIN {
+            if Instant::now() >= end {
                 return ready();
             }
         }
@@ -231,4 +238,44 @@ pub(crate) fn spin_outside(ready: impl Fn() -> bool) -> bool {
 pub(crate) fn blocking_park(park: impl FnOnce()) {
     let _blocked = worker::current_ctx().map(WorkerCtx::enter_blocking);
     park();
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// The outside spin checks its condition repeatedly, stops as soon as it holds, and does
+    /// not spin at all once the caller's deadline has passed (a zero `wait_timeout`).
+    #[test]
+    fn the_outside_spin_stops_when_ready_and_at_the_deadline() {
+        let calls = Cell::new(0u32);
+        let never = || {
+            calls.set(calls.get() + 1);
+            false
+        };
+        assert!(!spin_outside(never, None));
+        assert!(
+            calls.get() >= 32,
+            "no deadline: it spins ({} checks)",
+            calls.get()
+        );
+
+        calls.set(0);
+        let third = || {
+            calls.set(calls.get() + 1);
+            calls.get() == 3
+        };
+        assert!(spin_outside(third, None));
+        assert_eq!(calls.get(), 3);
+
+        calls.set(0);
+        assert!(!spin_outside(never, Some(Instant::now())));
+        assert!(
+            calls.get() <= 1,
+            "a passed deadline still spun ({} checks)",
+            calls.get()
+        );
+    }
 }

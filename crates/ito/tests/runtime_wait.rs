@@ -330,38 +330,118 @@ fn a_busy_workers_spawn_wakes_an_idle_worker() {
     }
 }
 
-/// An outside thread spins for a few microseconds before it parks (`block_on` and `wait`):
-/// results that arrive within the spin, just after it, and much later all come back, each
-/// exactly once, and a later wait is not confused by the wake-up left over from an earlier
-/// one that the spin already caught.
+/// Runs `f` on a thread of its own and fails if it has not finished after `LIMIT`: a lost
+/// wake-up hangs its waiter, and this turns the hang into a failure.
+fn guarded(f: impl FnOnce() + Send + 'static) {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let (done, is_done) = channel();
+    let t = std::thread::spawn(move || {
+        f();
+        done.send(()).unwrap();
+    });
+    match is_done.recv_timeout(LIMIT) {
+        Ok(()) => t.join().unwrap(),
+        // `f` panicked: report its panic.
+        Err(RecvTimeoutError::Disconnected) => std::panic::resume_unwind(t.join().unwrap_err()),
+        Err(RecvTimeoutError::Timeout) => panic!("a wait hung: a lost wake-up"),
+    }
+}
+
+/// The three ways an outside thread waits for a future, each returning its value.
+const OUTSIDE_WAITS: [(&str, fn(Future<u64>) -> u64); 3] = [
+    ("wait", |f| f.wait().unwrap()),
+    ("wait_timeout", |f| {
+        f.wait_timeout(LIMIT).expect("done before LIMIT").unwrap()
+    }),
+    ("block_on", |f| ito::block_on(f).unwrap()),
+];
+
+/// A wake-up left over on a thread (the outside spin saw a result, then its completer's
+/// `unpark` arrived) must not end a later wait early: each kind of wait parks again until
+/// its own result is there.
+#[test]
+fn a_leftover_wake_up_does_not_end_a_later_outside_wait() {
+    guarded(|| {
+        for (i, (name, wait)) in OUTSIDE_WAITS.into_iter().enumerate() {
+            let p = Promise::new();
+            let f = p.future();
+            // Late enough that the waiter is past its spin, in all likelihood.
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                p.success(i as u64).unwrap();
+            });
+            std::thread::current().unpark();
+            assert_eq!(wait(f), i as u64, "{name}");
+            t.join().unwrap();
+        }
+    });
+}
+
+/// An outside thread spins for a few microseconds before it parks (`wait`, `wait_timeout`,
+/// `block_on`): results that arrive within the spin, around its end and much later all come
+/// back, each exactly once. Every kind of wait with a short delay (often caught by the spin,
+/// which leaves the completer's wake-up behind) is followed by every kind with a long one
+/// (which has to park, with that wake-up pending).
 #[test]
 fn outside_waits_spin_then_park_and_lose_nothing() {
-    let rt = Runtime::builder().workers(2).build().unwrap();
-    let delays_us = [0u64, 1, 3, 5, 8, 20, 100, 2_000];
-    let mut expected = 0u64;
-    let mut got = 0u64;
-    for round in 0..200u64 {
-        let d = Duration::from_micros(delays_us[(round as usize) % delays_us.len()]);
-        // A task that completes its future after `d` of busy work: within or past the spin.
-        let busy = move || {
-            let t = std::time::Instant::now();
-            while t.elapsed() < d {
-                std::hint::spin_loop();
-            }
-            round
-        };
-        got += rt.spawn_fn(busy).wait().unwrap();
-        got += rt.block_on(async move { ito::spawn_fn(busy).await.unwrap() });
-        // A promise completed from another thread.
-        let p = Promise::new();
-        let f = p.future();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(d);
-            p.success(round).unwrap();
-        });
-        got += f.wait().unwrap();
-        t.join().unwrap();
-        expected += 3 * round;
+    use std::sync::mpsc::{TryRecvError, channel};
+    /// Delays within the 5 us spin, and around its end or well past it.
+    const SHORT_US: [u64; 6] = [0, 1, 2, 3, 4, 5];
+    const LONG_US: [u64; 6] = [6, 8, 12, 20, 100, 2_000];
+    const ROUNDS: u64 = 270;
+    fn busy_for(us: u64) {
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_micros(us) {
+            std::hint::spin_loop();
+        }
     }
-    assert_eq!(got, expected);
+    let delays = |round: u64| {
+        let i = (round / 9 % 6) as usize;
+        (SHORT_US[i], LONG_US[i])
+    };
+    guarded(move || {
+        let mut got = 0u64;
+        // Promises completed by a thread that is not a worker and polls for the next one
+        // without sleeping, so that completions land inside the waiter's spin too.
+        let (tx, rx) = channel::<(Promise<u64>, u64, u64)>();
+        let completer = std::thread::spawn(move || {
+            loop {
+                match rx.try_recv() {
+                    Ok((p, v, us)) => {
+                        busy_for(us);
+                        p.success(v).unwrap();
+                    }
+                    Err(TryRecvError::Empty) => std::hint::spin_loop(),
+                    Err(TryRecvError::Disconnected) => return,
+                }
+            }
+        });
+        for round in 1..=ROUNDS {
+            let (short, long) = delays(round);
+            let first = OUTSIDE_WAITS[(round % 3) as usize];
+            let then = OUTSIDE_WAITS[(round / 3 % 3) as usize];
+            for ((_, wait), us) in [(first, short), (then, long)] {
+                let p = Promise::new();
+                let f = p.future();
+                tx.send((p, round, us)).unwrap();
+                got += wait(f);
+            }
+        }
+        drop(tx);
+        completer.join().unwrap();
+        // Tasks that complete after some busy work on a worker.
+        let rt = Runtime::builder().workers(2).build().unwrap();
+        for round in 1..=ROUNDS {
+            let (short, long) = delays(round);
+            for us in [short, long] {
+                let busy = move || {
+                    busy_for(us);
+                    round
+                };
+                got += rt.spawn_fn(busy).wait().unwrap();
+                got += rt.block_on(async move { ito::spawn_fn(busy).await.unwrap() });
+            }
+        }
+        assert_eq!(got, 6 * ROUNDS * (ROUNDS + 1) / 2);
+    });
 }

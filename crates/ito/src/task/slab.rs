@@ -182,10 +182,12 @@ mod imp {
     /// not exist, the pages fault in on first touch as usual.
     fn prefault(p: *mut u8, len: usize) {
         #[cfg(all(target_os = "linux", not(miri)))]
-        // SAFETY: `madvise` is given a range inside a live allocation of ours;
-        // `MADV_POPULATE_WRITE` maps its pages as a write fault would, without changing their
-        // contents (fresh memory reads as whatever the allocator left, which we never read
-        // before writing).
+        // SAFETY: `madvise` is given a range inside a live allocation of ours, starting on a
+        // 4 KiB boundary (where the system's pages are larger, or the kernel predates the
+        // advice, the call fails with `EINVAL` and does nothing). `MADV_POPULATE_WRITE` maps
+        // the pages as a write fault would, without writing: a page already mapped keeps its
+        // contents, a copy-on-write one is copied, a fresh one reads as zeroes (and we never
+        // read a block before writing it). It cannot touch memory outside the range.
         unsafe {
             libc::madvise(p.cast(), len, libc::MADV_POPULATE_WRITE);
         }
@@ -411,6 +413,35 @@ mod imp {
         }
         assert_eq!(n, MAG);
         // SAFETY: allocated above with this layout; the blocks carved from it are unused.
+        unsafe { std::alloc::dealloc(base, layout) };
+    }
+
+    /// `prefault` changes no byte: pages written before it keep what they hold, and pages
+    /// not yet touched are writable after it.
+    #[cfg(test)]
+    #[test]
+    fn prefault_keeps_contents() {
+        const PAGE: usize = 4096;
+        let layout = Layout::from_size_align(MAX_CHUNK, PAGE).unwrap();
+        let base = global_alloc(layout).as_ptr();
+        let mark = |page: usize| (page % 251) as u8 + 1;
+        // Every other page written (mapped), the rest never touched.
+        for page in (0..MAX_CHUNK / PAGE).step_by(2) {
+            // SAFETY: a page inside the allocation.
+            unsafe { base.add(page * PAGE).write_bytes(mark(page), PAGE) };
+        }
+        prefault(base, MAX_CHUNK);
+        for page in 0..MAX_CHUNK / PAGE {
+            // SAFETY: a page inside the allocation; each byte is written before it is read.
+            let bytes = unsafe {
+                if page % 2 == 1 {
+                    base.add(page * PAGE).write_bytes(mark(page), PAGE);
+                }
+                std::slice::from_raw_parts(base.add(page * PAGE), PAGE)
+            };
+            assert!(bytes.iter().all(|&b| b == mark(page)), "page {page}");
+        }
+        // SAFETY: allocated above with this layout.
         unsafe { std::alloc::dealloc(base, layout) };
     }
 

@@ -347,8 +347,11 @@ fn guarded(f: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// The three ways an outside thread waits for a future, each returning its value.
-const OUTSIDE_WAITS: [(&str, fn(Future<u64>) -> u64); 3] = [
+/// A way to wait for a future's value.
+type Wait = fn(Future<u64>) -> u64;
+
+/// The three ways an outside thread waits for a future, by name.
+const OUTSIDE_WAITS: [(&str, Wait); 3] = [
     ("wait", |f| f.wait().unwrap()),
     ("wait_timeout", |f| {
         f.wait_timeout(LIMIT).expect("done before LIMIT").unwrap()

@@ -237,10 +237,7 @@ impl CellHeader {
     /// Adds a reference (not a `Future` handle: see [`CellHeader::inc_handle`]).
     #[inline]
     pub(crate) fn inc_ref(&self) {
-        let old = self.refs.fetch_add(1, Ordering::Relaxed);
-        if old & (HANDLE - 1) == HANDLE - 1 {
-            std::process::abort();
-        }
+        inc_ref(&self.refs);
     }
 
     /// Adds a `Future` handle.
@@ -294,17 +291,13 @@ impl CellHeader {
     #[inline]
     pub(crate) unsafe fn dec_ref(this: NonNull<CellHeader>) {
         // SAFETY: the caller owns a reference, so the header is live.
-        let header = unsafe { this.as_ref() };
-        if header.refs.fetch_sub(1, Ordering::Release) == 1 {
-            fence(Ordering::Acquire);
+        if dec_ref(&unsafe { this.as_ref() }.refs) {
             // SAFETY: that was the last reference; `destroy` runs exactly once.
             unsafe { Self::destroy(this) };
         }
     }
 
-    /// Destroys a cell whose last reference is gone. A panicking `Drop` of the value (or of a
-    /// task body or closure) is contained here: whoever dropped the last reference (a worker,
-    /// a completer, a user) is not unwound by someone else's destructor.
+    /// Destroys a cell whose last reference is gone (see [`contain_destroy`]).
     ///
     /// # Safety
     /// The last reference to `this` is gone; called once.
@@ -313,10 +306,7 @@ impl CellHeader {
         // SAFETY: forwarded; the header is still valid until `destroy` frees it.
         let destroy = unsafe { this.as_ref() }.vtable.destroy;
         // SAFETY: forwarded.
-        let r = catch_unwind(AssertUnwindSafe(|| unsafe { destroy(this) }));
-        if let Err(payload) = r {
-            crate::failure::drop_payload(payload);
-        }
+        unsafe { contain_destroy(destroy, this) };
     }
 
     /// Pushes `node` on the waiter list. Returns `false` (and does not push) if the cell is
@@ -470,6 +460,48 @@ impl CellHeader {
                 Err(actual) => s = actual,
             }
         }
+    }
+}
+
+/// Byte offset of the reference word in a [`CellHeader`] (a task reaches its count through
+/// it: `task::Header::refs`).
+pub(crate) const REFS_OFFSET: usize = std::mem::offset_of!(CellHeader, refs);
+
+/// Adds a reference (not a `Future` handle) to the reference word `refs`: a cell header's, or
+/// the bare count of a task nobody awaits (`task::Refs`).
+#[inline]
+pub(crate) fn inc_ref(refs: &AtomicUsize) {
+    let old = refs.fetch_add(1, Ordering::Relaxed);
+    if old & (HANDLE - 1) == HANDLE - 1 {
+        std::process::abort();
+    }
+}
+
+/// Gives up one reference (not a `Future` handle) of the reference word `refs`. Returns
+/// whether it was the last one (everything else's uses then happen before the caller's,
+/// as for `Arc`): the caller must destroy what the word counts, once.
+#[inline]
+#[must_use]
+pub(crate) fn dec_ref(refs: &AtomicUsize) -> bool {
+    if refs.fetch_sub(1, Ordering::Release) == 1 {
+        fence(Ordering::Acquire);
+        true
+    } else {
+        false
+    }
+}
+
+/// Runs `destroy(this)`, containing a panic: a panicking `Drop` of a value (or of a task body
+/// or closure) must not unwind whoever dropped the last reference (a worker, a completer, a
+/// user) through someone else's destructor.
+///
+/// # Safety
+/// `destroy`'s own contract for `this` (the last reference to it is gone; called once).
+pub(crate) unsafe fn contain_destroy<P>(destroy: unsafe fn(NonNull<P>), this: NonNull<P>) {
+    // SAFETY: forwarded.
+    let r = catch_unwind(AssertUnwindSafe(|| unsafe { destroy(this) }));
+    if let Err(payload) = r {
+        crate::failure::drop_payload(payload);
     }
 }
 

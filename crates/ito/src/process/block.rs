@@ -1,15 +1,20 @@
 //! The process block: what a process shares with everyone who holds its [`Pid`](super::Pid).
 //!
 //! ```text
-//! BlockRef<M> ──▶ Block<M> (one 48-byte block of the task slab)
+//! BlockRef<M> ──▶ Block<M> (one 40-byte block of the task slab)
 //! ┌─────────────────────────────────────────┐
 //! │ refs                           8 bytes   │  the reference count
 //! │ mailbox: state word            8 bytes   │  the MPSC stack + flags (mailbox.rs)
 //! │ mailbox: waker slot           16 bytes   │  the process task's waker
-//! │ extras: *Extras               8 bytes   │  null until it links/monitors/traps/is named
-//! │ id                             8 bytes   │  ProcessId
-//! └─────────────────────────────────────────┘
+//! │ extras: *Extras               8 bytes   │  null until it links/monitors/traps/is named,
+//! └─────────────────────────────────────────┘  or until someone asks for its id
 //! ```
+//!
+//! The [`ProcessId`] lives in the extras: it is given out when they are made (the first
+//! link, monitor, name, trap or `id()` call, or an exit that handles outlive), from a
+//! counter that never repeats, and stays the process's for good. A process nobody asks
+//! about (most of a chain's) never takes one; the id is not derived from the block's
+//! address, which the slab reuses.
 //!
 //! References ([`BlockRef`], and `AnyPid` through [`Ctl`]): one per `Pid`/`AnyPid`, one for
 //! the [`Mailbox`](super::Mailbox), one for the running process (its task's body). The block
@@ -36,7 +41,6 @@ pub(crate) struct Block<M> {
     refs: AtomicUsize,
     pub(crate) mailbox: MailboxCore<M>,
     extras: AtomicPtr<Extras<M>>,
-    id: ProcessId,
 }
 
 /// What a process looks like without its message type: what links, monitors, the registry
@@ -45,6 +49,8 @@ pub(crate) trait Ctl: Send + Sync {
     fn id(&self) -> ProcessId;
     fn is_alive(&self) -> bool;
     fn signal(&self, from: ProcessId, reason: &Exit, untrappable: bool);
+    /// `signal(_, Killed, true)` without the sender's id (which nothing reads there).
+    fn kill(&self);
     fn add_link(&self, other: &AnyPid) -> Result<(), Exit>;
     fn remove_link(&self, other: ProcessId);
     fn add_monitor(&self, mref: MonitorRef, notify: Notify) -> Result<(), (Notify, Exit)>;
@@ -59,7 +65,7 @@ pub(crate) trait Ctl: Send + Sync {
     fn release_fn(&self) -> unsafe fn(NonNull<()>);
 }
 
-/// Process ids are handed out in blocks of this many per thread, so spawning does not bounce
+/// Process ids (taken when a process's extras are made) are handed out in blocks of this many per thread, so spawning does not bounce
 /// one counter's cache line between workers.
 const ID_BATCH: u64 = 1024;
 
@@ -68,7 +74,7 @@ thread_local! {
     static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
-fn next_id() -> ProcessId {
+pub(super) fn next_id() -> ProcessId {
     static NEXT_BATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let take_batch = || NEXT_BATCH.fetch_add(ID_BATCH, std::sync::atomic::Ordering::Relaxed);
     let id = IDS
@@ -105,7 +111,6 @@ impl<M> BlockRef<M> {
                 refs: AtomicUsize::new(1),
                 mailbox: MailboxCore::new(),
                 extras: AtomicPtr::new(ptr::null_mut()),
-                id: next_id(),
             })
         };
         BlockRef(p)
@@ -191,9 +196,10 @@ impl<M> Block<M> {
         self.refs.load(Ordering::Acquire)
     }
 
+    /// The process's id (kept in the extras, which this makes if there are none yet).
     #[inline]
     pub(crate) fn id(&self) -> ProcessId {
-        self.id
+        self.extras().id()
     }
 
     /// The extras, if any were made.

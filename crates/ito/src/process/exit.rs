@@ -281,8 +281,11 @@ impl MonitorRef {
 /// What a monitor does when the process ends (sends a [`Down`], completes a promise).
 pub(crate) type Notify = Box<dyn FnOnce(ProcessId, &Exit) + Send>;
 
-/// The part of a process that exists only once it links, monitors, traps or is named.
+/// The part of a process that exists only once it links, monitors, traps, is named or is
+/// asked for its id.
 pub(crate) struct Extras<M> {
+    /// The process's id, given out when the extras are made (`Block::id`).
+    id: ProcessId,
     /// Set while `recv_waker` holds a waker (read by claimants without the lock).
     has_recv_waker: AtomicBool,
     inner: Mutex<ExtrasInner<M>>,
@@ -305,6 +308,7 @@ pub(crate) struct ExtrasInner<M> {
 impl<M> Extras<M> {
     pub(crate) fn new(exited: Option<Exit>) -> Self {
         Extras {
+            id: super::block::next_id(),
             has_recv_waker: AtomicBool::new(false),
             inner: Mutex::new(ExtrasInner {
                 exited,
@@ -317,6 +321,11 @@ impl<M> Extras<M> {
                 recv_waker: None,
             }),
         }
+    }
+
+    /// The process's id.
+    pub(crate) fn id(&self) -> ProcessId {
+        self.id
     }
 
     fn lock(&self) -> MutexGuard<'_, ExtrasInner<M>> {
@@ -377,12 +386,16 @@ fn contained(f: impl FnOnce()) {
 }
 
 impl<M: Send + 'static> Block<M> {
+    /// An untrappable kill with the default reason (`Killed`): no state needed.
+    pub(crate) fn kill(&self) {
+        self.mailbox.kill(|| self.wake_foreign());
+    }
+
     /// An exit signal: from a linked process that ended (`untrappable == false`), or a kill
     /// (`untrappable == true`, with the reason the process will end with).
     pub(crate) fn signal(&self, from: ProcessId, reason: &Exit, untrappable: bool) {
         if untrappable && *reason == Exit::Killed {
-            // The default reason of a kill: no state needed.
-            self.mailbox.kill(|| self.wake_foreign());
+            self.kill();
             return;
         }
         let x = self.extras();
@@ -585,6 +598,9 @@ impl<M: Send + 'static> Ctl for Block<M> {
     }
     fn signal(&self, from: ProcessId, reason: &Exit, untrappable: bool) {
         Block::signal(self, from, reason, untrappable)
+    }
+    fn kill(&self) {
+        Block::kill(self)
     }
     fn add_link(&self, other: &AnyPid) -> Result<(), Exit> {
         Block::add_link(self, other)

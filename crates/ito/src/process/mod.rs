@@ -3,8 +3,8 @@
 //!
 //! A process is an ito task running an async body that receives from its own [`Mailbox`]. You
 //! address it with a [`Pid<M>`]: sending is one CAS and never blocks; a process that has ended
-//! hands the message back. A process costs about 200 bytes while it waits for its first
-//! message (`docs/process.md` has the layout), so a million fit in a few hundred megabytes.
+//! hands the message back. A process costs about 120 bytes while it waits for its first message
+//! (`docs/process.md` has the layout), so a million fit in about 130 megabytes.
 //!
 //! ```
 //! use ito::process::{self, Mailbox, Pid};
@@ -104,8 +104,9 @@ where
 
 /// What a process spawned with `body` costs before it receives anything: the size in bytes
 /// of its task (header, reference count, and the future `body` returns, wrapped) and of its
-/// process block (reference count, mailbox, waker, id). Both come from the task slab, which
-/// rounds each up to a multiple of 16 bytes; `docs/process.md` has the measured totals.
+/// process block (reference count, mailbox, waker, extras pointer). Both come from the task
+/// slab, which rounds each up to a multiple of 8 bytes; `docs/process.md` has the measured
+/// totals.
 ///
 /// ```
 /// use ito::process::{self, Mailbox, Pid};

@@ -10,7 +10,9 @@ use super::block::{Block, BlockRef, Ctl};
 use super::exit::{Exit, MonitorRef};
 use crate::{Future, Promise};
 
-/// A process's identity: unique for the life of the program, cheap to copy and compare.
+/// A process's identity: unique for the life of the program (never reused, even though a
+/// process's memory is), cheap to copy and compare. Ids are not in spawn order: a process
+/// takes its id when it is first needed ([`Pid::id`]).
 ///
 /// ```
 /// use ito::process::{self, Mailbox};
@@ -84,7 +86,13 @@ impl<M: Send + 'static> Pid<M> {
         self.block.send_internal(msg).map_err(SendError)
     }
 
-    /// The process's id.
+    /// The process's id: the same for every handle and every call, before and after the
+    /// process ends, and never another process's (see [`ProcessId`]).
+    ///
+    /// A process takes its id when first asked for it (or when it first links, monitors,
+    /// traps exits or is named): the id lives in the part of the process made for those, so a
+    /// process nobody asks about does not carry one. The first call may therefore allocate;
+    /// comparing and hashing `Pid`s does not need the id.
     ///
     /// ```
     /// let p = ito::process::spawn(|mb: ito::process::Mailbox<()>| async move {
@@ -152,7 +160,7 @@ impl<M: Send + 'static> Pid<M> {
 
 /// Kills through any handle.
 fn kill(ctl: &dyn Ctl) {
-    ctl.signal(ctl.id(), &Exit::Killed, true);
+    ctl.kill();
 }
 
 /// `on_exit` through any handle: a monitor completing a promise.
@@ -183,9 +191,12 @@ impl<M> fmt::Debug for Pid<M> {
     }
 }
 
+// Identity is the block's address: every handle on a process points at its block, which
+// lives while any handle does, so two live handles share an address exactly when they name
+// the same process (and comparing them asks nobody for an id, which `Pid::id` may allocate).
 impl<M> PartialEq for Pid<M> {
     fn eq(&self, other: &Self) -> bool {
-        self.block.id() == other.block.id()
+        self.block.as_non_null() == other.block.as_non_null()
     }
 }
 
@@ -193,7 +204,7 @@ impl<M> Eq for Pid<M> {}
 
 impl<M> Hash for Pid<M> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.block.id().hash(state);
+        self.block.as_non_null().hash(state);
     }
 }
 
@@ -328,9 +339,10 @@ impl fmt::Debug for AnyPid {
     }
 }
 
+// By the block's address, as `Pid`'s.
 impl PartialEq for AnyPid {
     fn eq(&self, other: &Self) -> bool {
-        self.id() == other.id()
+        self.0.cast::<()>() == other.0.cast::<()>()
     }
 }
 
@@ -338,7 +350,7 @@ impl Eq for AnyPid {}
 
 impl Hash for AnyPid {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.id().hash(state);
+        self.0.cast::<()>().hash(state);
     }
 }
 

@@ -162,7 +162,7 @@ impl<M: Send + 'static> Mailbox<M> {
         }
     }
 
-    /// This process's id.
+    /// This process's id (as [`Pid::id`](super::Pid::id)).
     ///
     /// ```
     /// use ito::process::{self, Mailbox};

@@ -8,14 +8,18 @@
 //! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
 //! ├──────────────────────────────┤
 //! │ O = Inner<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
-//! │     value; or CellHeader     │   the cell header
+//! │     value; or Refs           │   the cell header (or is all there is: `Refs`)
 //! ├──────────────────────────────┤
 //! │ body: B (dropped when done)  │
 //! └──────────────────────────────┘
 //! ```
 //!
-//! A *detached* task ([`new_detached`]: a process, which nobody awaits) has a bare
-//! `CellHeader` for `O`: the reference count, no value slot, no completion.
+//! A *detached* task ([`new_detached`]: a process, which nobody awaits) has [`Refs`] for `O`:
+//! the 8-byte reference count alone, no cell header, value slot or completion. So a task's
+//! references are counted through the task's own vtable ([`Header::refs`]: the word's offset;
+//! the last one calls the vtable's `destroy`), never through a `&CellHeader` (which a detached
+//! task does not have); `Future` handles, which exist only for tasks with a cell, count
+//! through the cell header as every cell does. Both reach the same word.
 //!
 //! Who touches what:
 //! - `Header::state`: any thread, by the transitions in [`state`].
@@ -27,8 +31,8 @@
 //!
 //! A pending task with an empty body costs `task_size::<(), ()>()`: 16 bytes of header,
 //! 8 for the scheduler pointer, 24 for the cell header and 24 for the `Result<(), Failure>`
-//! slot, plus the body (checked by a test to stay within 128 bytes); a detached one 24 bytes
-//! less.
+//! slot, plus the body (checked by a test to stay within 128 bytes); a detached one 40 bytes
+//! less (8 for the count instead of 48 for the cell).
 
 pub(crate) mod cancel;
 pub(crate) mod slab;
@@ -44,8 +48,8 @@ use std::task::{Context, Poll};
 
 use crate::Failure;
 use crate::future::Future;
-use crate::future::cell::{CellHeader, CellVTable, HANDLE, Inner};
-use crate::loom::UnsafeCell;
+use crate::future::cell::{self, CellHeader, CellVTable, HANDLE, Inner};
+use crate::loom::{AtomicUsize, UnsafeCell};
 use crate::runtime::Shared;
 use state::{AfterPoll, CancelRequest, Claim, State};
 
@@ -64,8 +68,11 @@ struct TaskVTable {
     poll: unsafe fn(NonNull<Header>),
     /// Drops the body and fails the cell with `Cancelled`. Same precondition as `poll`.
     cancel: unsafe fn(NonNull<Header>),
-    /// Byte offset from the header to the cell.
-    cell_offset: usize,
+    /// Byte offset from the header to the reference word (in the cell header, or `Refs`).
+    refs_offset: usize,
+    /// Drops what is left of the task and frees it: called once, by whoever gave up the last
+    /// reference (through the task or through the cell: both end here).
+    destroy: unsafe fn(NonNull<Header>),
 }
 
 /// A task: its header, where its outcome goes (`O`, see [`Outcome`]), its body.
@@ -76,16 +83,15 @@ struct TaskCell<B, O> {
     body: UnsafeCell<ManuallyDrop<B>>,
 }
 
-/// Where a task's outcome goes, and where its reference count lives (a cell header first).
+/// Where a task's outcome goes, and where its reference count lives.
 ///
 /// - `Inner<T>`: the completion cell of the task's [`Future`] (a `Result<T, Failure>` slot
-///   and the waiters).
-/// - `CellHeader` alone: nowhere. For a task nobody can await (a process reports its end
-///   through its process block): the header still counts the task's references, and the
-///   task saves the value slot (24 bytes) and the completion.
+///   and the waiters); the count is the cell header's.
+/// - [`Refs`]: nowhere. For a task nobody can await (a process reports its end through its
+///   process block): the count alone, and the task saves the cell (40 bytes).
 trait Outcome<T>: 'static {
-    /// A fresh outcome with `refs` references.
-    fn new(refs: usize, vtable: &'static CellVTable) -> Self;
+    /// Byte offset of the reference word (an `AtomicUsize`) inside the outcome.
+    const REFS_OFFSET: usize;
     /// Records the task's result.
     ///
     /// # Safety
@@ -99,9 +105,7 @@ trait Outcome<T>: 'static {
 }
 
 impl<T: 'static> Outcome<T> for Inner<T> {
-    fn new(refs: usize, vtable: &'static CellVTable) -> Self {
-        Inner::new(refs, vtable)
-    }
+    const REFS_OFFSET: usize = std::mem::offset_of!(Inner<T>, header) + cell::REFS_OFFSET;
     #[inline]
     unsafe fn complete(this: NonNull<Self>, result: Result<T, Failure>) {
         // SAFETY: forwarded: the task is the cell's only completer, once.
@@ -113,10 +117,13 @@ impl<T: 'static> Outcome<T> for Inner<T> {
     }
 }
 
-impl Outcome<()> for CellHeader {
-    fn new(refs: usize, vtable: &'static CellVTable) -> Self {
-        CellHeader::new(refs, vtable)
-    }
+/// The outcome of a detached task: its reference count, counted like a cell's other
+/// references (`cell::inc_ref`, `cell::dec_ref`). No `Future` handle ever counts here.
+#[repr(transparent)]
+pub(crate) struct Refs(AtomicUsize);
+
+impl Outcome<()> for Refs {
+    const REFS_OFFSET: usize = 0;
     #[inline]
     unsafe fn complete(_: NonNull<Self>, result: Result<(), Failure>) {
         // Nobody can ask for it: a failure (a panic's message) is dropped here.
@@ -126,28 +133,49 @@ impl Outcome<()> for CellHeader {
 }
 
 impl Header {
+    /// The task's reference word. Only the word is borrowed, never the outcome around it (a
+    /// detached task has no cell header).
+    ///
+    /// # Safety
+    /// The caller holds a reference to the task, and does not use the returned borrow after
+    /// giving it up.
     #[inline]
-    fn cell(this: NonNull<Header>) -> NonNull<CellHeader> {
-        // SAFETY: the header is live (callers hold a reference); `cell_offset` was computed
-        // with `offset_of!` for this allocation's type.
+    unsafe fn refs<'a>(this: NonNull<Header>) -> &'a AtomicUsize {
+        // SAFETY: the header is live (the caller holds a reference); `refs_offset` was
+        // computed with `offset_of!` for this allocation's type, and leads to an initialised
+        // `AtomicUsize` in the same allocation (`this` has its provenance: it came from
+        // `alloc_cell`). Atomics are shared through `&`.
         unsafe {
-            let off = this.as_ref().vtable.cell_offset;
-            NonNull::new_unchecked(this.as_ptr().cast::<u8>().add(off).cast::<CellHeader>())
+            let off = this.as_ref().vtable.refs_offset;
+            &*this.as_ptr().cast::<u8>().add(off).cast::<AtomicUsize>()
         }
     }
 
     #[inline]
     fn inc_ref(this: NonNull<Header>) {
-        // SAFETY: the caller holds a reference, so the cell is live.
-        unsafe { Header::cell(this).as_ref() }.inc_ref();
+        // SAFETY: the caller holds a reference (and keeps it past this use).
+        cell::inc_ref(unsafe { Header::refs(this) });
     }
 
     /// # Safety
     /// The caller owns one reference and gives it up.
     #[inline]
     unsafe fn dec_ref(this: NonNull<Header>) {
-        // SAFETY: forwarded.
-        unsafe { CellHeader::dec_ref(Header::cell(this)) };
+        // SAFETY: the caller owns a reference until the decrement, the borrow's last use.
+        if cell::dec_ref(unsafe { Header::refs(this) }) {
+            // SAFETY: that was the last reference; `destroy` runs exactly once, here.
+            unsafe { Header::destroy(this) };
+        }
+    }
+
+    /// Destroys a task whose last reference is gone (out of line, as `CellHeader`'s).
+    ///
+    /// # Safety
+    /// The last reference to `this` is gone; called once.
+    #[cold]
+    unsafe fn destroy(this: NonNull<Header>) {
+        // SAFETY: the header is ours alone until `destroy` frees it; forwarded.
+        unsafe { cell::contain_destroy(this.as_ref().vtable.destroy, this) };
     }
 
     /// Runs the task inline if it is scheduled and nobody started it: how a waiter helps.
@@ -310,16 +338,27 @@ pub(crate) fn run_pending_cancels() {
     }
 }
 
-struct Kind<B, T, O>(PhantomData<(B, T, O)>);
+/// The cell vtable of a task that has a cell (`Inner<T>`).
+struct Kind<B, T>(PhantomData<(B, T)>);
 
-fn cell_vtable_task<B, O>(cell: NonNull<CellHeader>) -> NonNull<Header> {
-    let off = std::mem::offset_of!(TaskCell<B, O>, inner);
-    // SAFETY: the cell lives at `off` inside a `TaskCell<B, O>`, whose header is at 0.
+fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
+    let off = std::mem::offset_of!(TaskCell<B, Inner<T>>, inner);
+    // SAFETY: the cell lives at `off` inside a `TaskCell<B, Inner<T>>`, whose header is at 0.
     unsafe { NonNull::new_unchecked(cell.as_ptr().cast::<u8>().sub(off).cast::<Header>()) }
 }
 
-unsafe fn destroy<B, T, O: Outcome<T>>(cell: NonNull<CellHeader>) {
-    let task = cell_vtable_task::<B, O>(cell).cast::<TaskCell<B, O>>();
+/// The cell vtable's `destroy` (the last reference was a `Future` handle, a callback, ...).
+unsafe fn destroy_cell<B, T: 'static>(cell: NonNull<CellHeader>) {
+    // SAFETY: forwarded: the last reference to the task is gone; called once.
+    unsafe { destroy::<B, T, Inner<T>>(cell_vtable_task::<B, T>(cell)) }
+}
+
+/// The task vtable's `destroy`.
+///
+/// # Safety
+/// The last reference to the task is gone; called once. `h` has the allocation's provenance.
+unsafe fn destroy<B, T, O: Outcome<T>>(h: NonNull<Header>) {
+    let task = h.cast::<TaskCell<B, O>>();
     // SAFETY: the last reference: exclusive access to the allocation made by `alloc`.
     let b = unsafe { &mut *task.as_ptr() };
     if !b.header.state.is_complete() {
@@ -344,23 +383,28 @@ unsafe fn destroy<B, T, O: Outcome<T>>(cell: NonNull<CellHeader>) {
     }
 }
 
-unsafe fn task_of<B, O>(cell: NonNull<CellHeader>) -> NonNull<Header> {
-    cell_vtable_task::<B, O>(cell)
+unsafe fn task_of<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
+    cell_vtable_task::<B, T>(cell)
 }
 
-impl<B, T, O: Outcome<T>> Kind<B, T, O> {
+impl<B, T: 'static> Kind<B, T> {
     const CELL_VTABLE: CellVTable = CellVTable {
-        destroy: destroy::<B, T, O>,
-        task: Some(task_of::<B, O>),
+        destroy: destroy_cell::<B, T>,
+        task: Some(task_of::<B, T>),
     };
 }
 
-/// Allocates a task with `body` and outcome `O` holding `refs` references.
+/// Offset of the reference word from the header of a `TaskCell<B, O>`.
+const fn refs_offset<B, T, O: Outcome<T>>() -> usize {
+    std::mem::offset_of!(TaskCell<B, O>, inner) + O::REFS_OFFSET
+}
+
+/// Allocates a task with `body` and outcome `inner` (which holds the initial references).
 fn alloc_cell<B, T, O: Outcome<T>>(
     body: B,
     sched: &'static Shared,
     vtable: &'static TaskVTable,
-    refs: usize,
+    inner: O,
 ) -> NonNull<TaskCell<B, O>> {
     let ptr = slab::alloc::<TaskCell<B, O>>();
     // SAFETY: fresh memory for a `TaskCell<B, O>`, freed by `destroy` (the last reference).
@@ -371,7 +415,7 @@ fn alloc_cell<B, T, O: Outcome<T>>(
                 vtable,
                 sched,
             },
-            inner: O::new(refs, &Kind::<B, T, O>::CELL_VTABLE),
+            inner,
             body: UnsafeCell::new(ManuallyDrop::new(body)),
         })
     };
@@ -384,7 +428,8 @@ fn alloc<B, T: 'static>(
     sched: &'static Shared,
     vtable: &'static TaskVTable,
 ) -> (TaskRef, Future<T>) {
-    let ptr = alloc_cell::<B, T, Inner<T>>(body, sched, vtable, HANDLE + 1);
+    let inner = Inner::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
+    let ptr = alloc_cell::<B, T, Inner<T>>(body, sched, vtable, inner);
     // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
     let fut = unsafe {
         Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
@@ -419,7 +464,8 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     const VTABLE: TaskVTable = TaskVTable {
         poll: Self::poll,
         cancel: Self::cancel,
-        cell_offset: std::mem::offset_of!(TaskCell<F, Inner<T>>, inner),
+        refs_offset: refs_offset::<F, T, Inner<T>>(),
+        destroy: destroy::<F, T, Inner<T>>,
     };
 
     unsafe fn poll(h: NonNull<Header>) {
@@ -475,7 +521,8 @@ where
     const VTABLE: TaskVTable = TaskVTable {
         poll: Self::poll,
         cancel: Self::cancel,
-        cell_offset: std::mem::offset_of!(TaskCell<G, O>, inner),
+        refs_offset: refs_offset::<G, G::Output, O>(),
+        destroy: destroy::<G, G::Output, O>,
     };
 
     unsafe fn poll(h: NonNull<Header>) {
@@ -551,7 +598,8 @@ pub(crate) fn new_detached<G>(fut: G, sched: &'static Shared) -> TaskRef
 where
     G: StdFuture<Output = ()> + Send + 'static,
 {
-    let ptr = alloc_cell::<G, (), CellHeader>(fut, sched, &FutTask::<G, CellHeader>::VTABLE, 1);
+    let refs = Refs(AtomicUsize::new(1));
+    let ptr = alloc_cell::<G, (), Refs>(fut, sched, &FutTask::<G, Refs>::VTABLE, refs);
     TaskRef(ptr.cast())
 }
 
@@ -563,7 +611,7 @@ pub const fn task_size<B, T>() -> usize {
 
 /// The size of a detached task ([`new_detached`]) whose body is `B`.
 pub(crate) const fn detached_task_size<B>() -> usize {
-    std::mem::size_of::<TaskCell<B, CellHeader>>()
+    std::mem::size_of::<TaskCell<B, Refs>>()
 }
 
 // ----- async tasks that start idle (ito::sync::Pool) -----

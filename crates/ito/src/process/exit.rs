@@ -579,9 +579,12 @@ impl<M: Send + 'static> Block<M> {
         }
         // The process's own reference is the one we hold (its mailbox went with its body).
         // If it is the only one, no handle exists and none can be made (handles are only
-        // cloned from handles): nobody will ever link, monitor or name this process.
+        // cloned from handles): nobody will ever link, monitor or name this process. But a
+        // handle may have made extras (and monitored through them) after the load above and
+        // been dropped since: the `Acquire` load that sees it gone makes everything it did
+        // visible, so look again (not looking misses that monitor, and `on_exit` breaks).
         if self.ref_count() == 1 {
-            return None;
+            return self.extras_if_any();
         }
         // Installed: recorded, and there were no links, monitors or names to notify. Found
         // some made meanwhile: the caller notifies through them.

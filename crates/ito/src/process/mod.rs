@@ -72,6 +72,8 @@ pub use supervisor::{ChildInfo, ChildSpec, Restart, Strategy, Supervisor, Superv
 #[cfg(all(test, loom))]
 pub(crate) use block::BlockRef;
 #[cfg(all(test, loom))]
+pub(crate) use exit::Notify;
+#[cfg(all(test, loom))]
 pub(crate) use mailbox::{MailboxCore, Node, NodeBox, Take};
 
 /// Spawns a process on the current runtime. `body` receives the process's [`Mailbox`] and

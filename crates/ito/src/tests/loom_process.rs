@@ -296,3 +296,35 @@ fn loom_block_last_reference_frees_once() {
         );
     });
 }
+
+/// A handle monitors a process and is dropped while the process ends (`Block::exited`, run
+/// with the process's own reference): the monitor fires exactly once. The handle makes the
+/// extras (its monitor is their first use) and gives up its reference right after, so the
+/// process can find no extras and then no handle: it must look for extras again after it has
+/// seen the handles gone, or the monitor is dropped unfired (`on_exit` broken).
+#[test]
+fn loom_exit_races_a_monitor_and_the_last_handle() {
+    use crate::process::{Exit, MonitorRef, ProcessId};
+    loom::model(|| {
+        let fired = StdArc::new(StdAtomicUsize::new(0));
+        let own = BlockRef::<u8>::new();
+        let handle = own.clone();
+        let f2 = fired.clone();
+        let watcher = thread::spawn(move || {
+            let f3 = f2.clone();
+            let notify: crate::process::Notify = Box::new(move |_, reason: &Exit| {
+                assert_eq!(*reason, Exit::Normal);
+                f3.fetch_add(1, StdOrdering::SeqCst);
+            });
+            let mref = MonitorRef::new(ProcessId::new(1));
+            if let Err((notify, reason)) = handle.add_monitor(mref, notify) {
+                notify(ProcessId::new(1), &reason);
+            }
+            drop(handle);
+        });
+        own.exited(Exit::Normal);
+        drop(own);
+        watcher.join().unwrap();
+        assert_eq!(fired.load(StdOrdering::SeqCst), 1, "the monitor fired once");
+    });
+}

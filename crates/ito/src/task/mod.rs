@@ -26,8 +26,9 @@
 //! - `body`: only the thread that won `SCHEDULED → RUNNING`, until it moves the state on; and
 //!   `destroy` (the last reference) if the task never completed.
 //! - the cell: its own protocol (`future::cell`); the task is its only completer.
-//! - references (in the cell header): one per `Future` handle, per queue entry (`TaskRef`) and
-//!   per waker. The allocation is freed when the last one goes, whoever holds it.
+//! - references (the word at the vtable's `refs_offset`: in the cell header, or `Refs`): one
+//!   per `Future` handle, per queue entry (`TaskRef`) and per waker. The allocation is freed
+//!   when the last one goes, whoever holds it.
 //!
 //! A pending task with an empty body costs `task_size::<(), ()>()`: 16 bytes of header,
 //! 8 for the scheduler pointer, 24 for the cell header and 24 for the `Result<(), Failure>`

@@ -65,8 +65,9 @@ pub(crate) trait Ctl: Send + Sync {
     fn release_fn(&self) -> unsafe fn(NonNull<()>);
 }
 
-/// Process ids (taken when a process's extras are made) are handed out in blocks of this many per thread, so spawning does not bounce
-/// one counter's cache line between workers.
+/// Process ids (taken when a process's extras are made) are handed out in blocks of this
+/// many per thread, so threads naming, linking or monitoring many processes do not bounce
+/// one counter's cache line between them.
 const ID_BATCH: u64 = 1024;
 
 thread_local! {

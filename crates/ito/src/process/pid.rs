@@ -132,7 +132,7 @@ impl<M: Send + 'static> Pid<M> {
     /// assert_eq!(p.on_exit().wait(), Ok(Exit::Killed));
     /// ```
     pub fn kill(&self) {
-        kill(&*self.block);
+        self.block.kill();
     }
 
     /// A future that completes with the process's exit reason when it ends (at once if it
@@ -156,11 +156,6 @@ impl<M: Send + 'static> Pid<M> {
     pub fn erase(&self) -> AnyPid {
         AnyPid::from(self.clone())
     }
-}
-
-/// Kills through any handle.
-fn kill(ctl: &dyn Ctl) {
-    ctl.kill();
 }
 
 /// `on_exit` through any handle: a monitor completing a promise.
@@ -280,7 +275,7 @@ impl AnyPid {
     /// assert_eq!(p.on_exit().wait(), Ok(Exit::Killed));
     /// ```
     pub fn kill(&self) {
-        kill(self.ctl());
+        self.ctl().kill();
     }
 
     /// The process's exit reason, when it ends. See [`Pid::on_exit`].

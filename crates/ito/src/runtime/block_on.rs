@@ -66,6 +66,11 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
     let waker = Waker::from(tw.clone());
     let mut cx = Context::from_waker(&waker);
     let mut watch = None;
+    // Consumes a wake-up, if there is one.
+    let woken =
+        || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
+    // Off the runtime's workers, spin a little before parking (`wait::spin_outside`).
+    let outside = super::worker::current_ctx().is_none();
     loop {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return Some(v);
@@ -79,11 +84,10 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
                 return None;
             }
         }
-        let woken =
-            || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
-        if !tw.notified.swap(false, Ordering::Acquire) && !super::wait::spin_outside(woken, None) {
+        let spun = || outside && super::wait::spin_outside(woken, None);
+        if !(woken() || spun()) {
             super::wait::blocking_park(|| {
-                while !tw.notified.swap(false, Ordering::Acquire) {
+                while !woken() {
                     if watch.as_ref().is_some_and(Watch::cancelled) {
                         return;
                     }

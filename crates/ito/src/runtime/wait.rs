@@ -197,9 +197,9 @@ const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_micros(5);
 
 /// Spins until `ready()` for up to [`OUTSIDE_SPIN`], and never past `deadline`: true if it
 /// got ready. A deadline that has passed already means no spin at all (`wait_timeout` with a
-/// zero timeout is a poll, not a 5 us busy wait). Only for threads that are not workers: a
-/// worker that waits gives its place away instead (its spinning would hold the CPU that the
-/// task it waits for needs).
+/// zero timeout is a poll, not a 5 us busy wait). Callers call it only on threads that are
+/// not workers (they know already): a worker that waits gives its place away instead (its
+/// spinning would hold the CPU that the task it waits for needs).
 #[inline]
 pub(crate) fn spin_outside(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
     #[cfg(loom)]
@@ -210,9 +210,6 @@ pub(crate) fn spin_outside(ready: impl Fn() -> bool, deadline: Option<Instant>) 
     }
     #[cfg(not(loom))]
     {
-        if worker::current_ctx().is_some() {
-            return false;
-        }
         let start = Instant::now();
         let end = match deadline {
             Some(d) if d <= start => return false,

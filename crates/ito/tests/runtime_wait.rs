@@ -448,3 +448,30 @@ fn outside_waits_spin_then_park_and_lose_nothing() {
         assert_eq!(got, 6 * ROUNDS * (ROUNDS + 1) / 2);
     });
 }
+
+/// While a thread runs in `block_on` beside an awake worker, a wake-up for new work may be
+/// deferred (`idle.rs`, "Deferred wake-ups"): here the main thread and the only awake worker
+/// both block outside ito, each waiting for the other side's task, so the deferred task runs
+/// only because the sleeping watcher takes it within its period.
+#[test]
+fn a_deferred_wake_up_is_delivered_when_block_on_and_a_worker_block_outside_ito() {
+    use std::sync::mpsc::channel;
+    for _ in 0..20 {
+        guarded(|| {
+            let rt = Runtime::builder().workers(2).build().unwrap();
+            rt.block_on(async {
+                // Both workers fall asleep while this thread runs (one becomes the watcher).
+                std::thread::sleep(Duration::from_millis(5));
+                let (to_first, first_rx) = channel::<()>();
+                let (to_main, main_rx) = channel::<()>();
+                // Blocks its worker outside ito until this thread hears from `second`.
+                let first = ito::spawn_fn(move || first_rx.recv().unwrap());
+                let second = ito::spawn_fn(move || to_main.send(()).unwrap());
+                main_rx.recv().unwrap();
+                to_first.send(()).unwrap();
+                assert_eq!(first.await, Ok(()));
+                assert_eq!(second.await, Ok(()));
+            });
+        });
+    }
+}

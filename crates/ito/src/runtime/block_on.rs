@@ -55,6 +55,42 @@ pub(crate) fn block_on_cancellable<F: IntoFuture>(fut: F) -> Result<F::Output, c
     drive(fut.into_future(), true).ok_or(crate::Failure::Cancelled)
 }
 
+/// Counts a thread that is not a worker as running in `block_on` on its runtime while it is
+/// not parked (`Idle::enter_outside`): it holds a CPU, so the runtime may defer waking a
+/// worker for what it spawns (see `idle.rs`, "Deferred wake-ups").
+struct Running {
+    /// The runtime its spawns go to; `None` until the global one is started.
+    shared: Option<&'static super::Shared>,
+    counted: bool,
+}
+
+impl Running {
+    /// Counts the thread in, if its runtime is running.
+    fn start(&mut self) {
+        if self.shared.is_none() {
+            self.shared = super::current_if_started();
+        }
+        if let Some(s) = self.shared {
+            s.enter_outside();
+            self.counted = true;
+        }
+    }
+
+    /// Counts the thread out, and notifies for queued work whose wake-up it deferred.
+    fn stop(&mut self) {
+        if let Some(s) = self.shared.filter(|_| self.counted) {
+            self.counted = false;
+            s.leave_outside();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Polls `fut` to completion on this thread; `None` if `cancellable` and the synchronous
 /// task running on this thread is cancelled first.
 fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
@@ -71,6 +107,13 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
     // Off the runtime's workers, spin a little before parking (`wait::spin_outside`).
     let outside = super::worker::current_ctx().is_none();
+    let mut running = Running {
+        shared: None,
+        counted: false,
+    };
+    if outside {
+        running.start();
+    }
     loop {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return Some(v);
@@ -86,6 +129,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         }
         let spun = || outside && super::wait::spin_outside(woken, None);
         if !(woken() || spun()) {
+            running.stop();
             super::wait::blocking_park(|| {
                 while !woken() {
                     if watch.as_ref().is_some_and(Watch::cancelled) {
@@ -94,6 +138,9 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
                     thread::park();
                 }
             });
+            if outside {
+                running.start();
+            }
         }
     }
 }

@@ -23,6 +23,25 @@
 //! `spinner` flag, which is not part of the protocol). Nothing above changes: it is a longer
 //! search, and it gives up like any searcher.
 //!
+//! **Deferred wake-ups.** A thread that is not a worker but runs in `block_on` (polling or
+//! spinning, not parked) holds a CPU too: with `workers` workers awake beside it, the runtime
+//! runs more threads than it was sized for, and on a machine with as many CPUs as workers they
+//! take turns on them (measured: the pool benchmark's main-thread runs, 100 tiny tasks spawned
+//! from `block_on` on 2 workers and 2 CPUs, went from 125,000 runs/s to 30,000-60,000 whenever
+//! the second worker joined in). So a wake-up is deferred when `outside` threads are running,
+//! at least one worker is awake, and awake workers plus `outside` already reach `workers`
+//! ([`Idle::may_defer`]). A deferred task still gets a thread:
+//! - the awake workers find it when they next look (they are not searching, or the push would
+//!   not have wanted a wake-up, so they are running tasks);
+//! - an outside thread that stops running (parks, or leaves `block_on`) first leaves `outside`,
+//!   then (after a `SeqCst` fence) looks for queued work and notifies for it;
+//! - and since either may take arbitrarily long (a task or a `block_on` future that blocks in
+//!   a lock or a system call), a wake-up is deferred only while a **watcher** is there: one
+//!   sleeper (the `watcher` flag) parks with a timeout while `outside` threads run, and on
+//!   each timeout takes any queued work itself. A watcher that stops watching clears the flag,
+//!   then (after a `SeqCst` fence) looks at the queues once more, so a notifier that saw the
+//!   flag set and deferred cannot be missed. The delay is bounded by the watch period.
+//!
 //! Pushes to a worker's own deque skip the fence: if that races with a worker falling asleep,
 //! the task is still in the pusher's own deque, which the pusher will run, so progress is never
 //! at stake (only, for a moment, parallelism), and the next push repairs it. Pushes from
@@ -36,6 +55,11 @@ pub(crate) struct Idle {
     /// Not part of the wake-up protocol: a spinner is an ordinary searcher.
     spinner: AtomicBool,
     num_sleeping: AtomicUsize,
+    /// Threads that are not workers and run in `block_on` (polling or spinning, not parked).
+    outside: AtomicUsize,
+    /// Held by the one sleeper that parks with a timeout while `outside` threads run; wake-ups
+    /// are deferred only while it is held.
+    watcher: AtomicBool,
     sleepers: Mutex<Vec<usize>>,
     sleeping: Box<[AtomicBool]>,
 }
@@ -47,14 +71,23 @@ impl Idle {
             searching: AtomicUsize::new(0),
             spinner: AtomicBool::new(false),
             num_sleeping: AtomicUsize::new(0),
+            outside: AtomicUsize::new(0),
+            watcher: AtomicBool::new(false),
             sleepers: Mutex::new(Vec::new()),
             sleeping: (0..slots).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 
-    /// New work was pushed: wake one sleeper (with `unpark`) if nobody is searching.
+    /// New work was pushed: wake one sleeper (with `unpark`) if nobody is searching, unless
+    /// `defer` (called only then, after the fence) says the wake-up may be deferred
+    /// ([`Idle::may_defer`]).
     #[inline]
-    pub(crate) fn notify_with(&self, fenced: bool, unpark: impl FnOnce(usize)) {
+    pub(crate) fn notify_with(
+        &self,
+        fenced: bool,
+        defer: impl FnOnce() -> bool,
+        unpark: impl FnOnce(usize),
+    ) {
         if fenced {
             fence(Ordering::SeqCst);
         }
@@ -63,11 +96,14 @@ impl Idle {
         {
             return;
         }
-        self.wake_one(unpark);
+        self.wake_one(defer, unpark);
     }
 
     #[cold]
-    fn wake_one(&self, unpark: impl FnOnce(usize)) {
+    fn wake_one(&self, defer: impl FnOnce() -> bool, unpark: impl FnOnce(usize)) {
+        if defer() {
+            return;
+        }
         let mut list = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
         // Re-check under the lock: another notifier may have woken a searcher already.
         if self.searching.load(Ordering::SeqCst) != 0 {
@@ -119,11 +155,60 @@ impl Idle {
         self.searching.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A searcher found work. If it was the last one, wake another to keep looking.
-    pub(crate) fn stop_searching_with(&self, unpark: impl FnOnce(usize)) {
+    /// A searcher found work. If it was the last one, wake another to keep looking (unless
+    /// `defer` says the wake-up may be deferred).
+    pub(crate) fn stop_searching_with(
+        &self,
+        defer: impl FnOnce() -> bool,
+        unpark: impl FnOnce(usize),
+    ) {
         if self.searching.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.notify_with(true, unpark);
+            self.notify_with(true, defer, unpark);
         }
+    }
+
+    /// Whether a wake-up may be deferred, with `active` threads acting as workers out of a
+    /// target of `workers`: a watcher is there, and threads outside the runtime are running
+    /// beside at least one awake worker, enough of them together to fill `workers` CPUs. Called
+    /// by a notifier after its `SeqCst` fence.
+    pub(crate) fn may_defer(&self, active: usize, workers: usize) -> bool {
+        let outside = self.outside.load(Ordering::SeqCst);
+        if outside == 0 || !self.watcher.load(Ordering::SeqCst) {
+            return false;
+        }
+        let awake = active.saturating_sub(self.num_sleeping.load(Ordering::SeqCst));
+        awake >= 1 && awake + outside >= workers
+    }
+
+    /// A thread that is not a worker starts running in `block_on`.
+    pub(crate) fn enter_outside(&self) {
+        self.outside.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A thread counted by [`Idle::enter_outside`] stops running (it parks or returns). It
+    /// must then look for queued work and notify for it: a wake-up may have been deferred
+    /// because it was running (the fence here pairs with the notifier's).
+    pub(crate) fn leave_outside(&self) {
+        self.outside.fetch_sub(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Whether threads that are not workers run in `block_on` now.
+    pub(crate) fn has_outside(&self) -> bool {
+        self.outside.load(Ordering::SeqCst) != 0
+    }
+
+    /// Becomes the watcher (a sleeper that parks with a timeout); `false` if another sleeper
+    /// already is one.
+    pub(crate) fn try_start_watching(&self) -> bool {
+        !self.watcher.load(Ordering::Relaxed) && !self.watcher.swap(true, Ordering::SeqCst)
+    }
+
+    /// The watcher stops watching. It must then look at the queues once more (the fence here
+    /// pairs with a notifier's: one that saw the flag still set deferred its wake-up).
+    pub(crate) fn stop_watching(&self) {
+        self.watcher.store(false, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
     }
 
     /// A searcher gives up. Returns whether it was the last one (it must then look again).

@@ -524,7 +524,28 @@ impl Shared {
     /// New work was pushed: wake an idle worker if needed (see `idle.rs`).
     #[inline]
     pub(crate) fn notify_work(&'static self, fenced: bool) {
-        self.idle.notify_with(fenced, |i| self.unpark_slot(i));
+        self.idle
+            .notify_with(fenced, || self.may_defer_wake(), |i| self.unpark_slot(i));
+    }
+
+    /// Whether a wake-up may be deferred (see `idle.rs`, "Deferred wake-ups").
+    fn may_defer_wake(&self) -> bool {
+        self.idle
+            .may_defer(self.active.load(Ordering::SeqCst), self.workers)
+    }
+
+    /// A thread that is not a worker starts running in `block_on` on this runtime.
+    pub(super) fn enter_outside(&self) {
+        self.idle.enter_outside();
+    }
+
+    /// A thread counted by [`Shared::enter_outside`] stops running: it notifies for any queued
+    /// work, whose wake-up may have been deferred because it was running.
+    pub(super) fn leave_outside(&'static self) {
+        self.idle.leave_outside();
+        if self.has_queued_work() {
+            self.notify_work(false);
+        }
     }
 
     fn unpark_slot(&self, i: usize) {
@@ -636,9 +657,10 @@ pub(crate) fn current() -> &'static Shared {
     worker::current_shared().unwrap_or_else(global)
 }
 
+static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+
 /// The global runtime, started on first use.
 pub(crate) fn global() -> &'static Shared {
-    static GLOBAL: OnceLock<Runtime> = OnceLock::new();
     GLOBAL
         .get_or_init(|| {
             let mut rt = Builder::default()
@@ -649,6 +671,12 @@ pub(crate) fn global() -> &'static Shared {
             rt
         })
         .shared
+}
+
+/// The runtime tasks spawned here go to, if it is already running: [`current`] without
+/// starting the global runtime.
+pub(crate) fn current_if_started() -> Option<&'static Shared> {
+    worker::current_shared().or_else(|| GLOBAL.get().map(|rt| rt.shared))
 }
 
 /// Spawns an async task on `shared`.

@@ -50,6 +50,10 @@ const STACK_RESERVE: usize = 256 * 1024;
 const SPIN_ROUNDS: u32 = 16;
 /// Spin-loop hints per round.
 const SPINS_PER_ROUND: u32 = 32;
+/// How long the watcher (a sleeper, while threads outside the runtime run in `block_on`)
+/// parks between looks for work whose wake-up was deferred: the longest such a deferral can
+/// last (see `idle.rs`, "Deferred wake-ups").
+const WATCH_PERIOD: Duration = Duration::from_millis(1);
 
 /// What other threads see of a worker thread.
 pub(crate) struct Slot {
@@ -600,9 +604,10 @@ impl WorkerCtx {
     #[inline]
     fn stop_searching(&self) {
         if self.searching.replace(false) {
-            self.shared
+            let shared = self.shared;
+            shared
                 .idle
-                .stop_searching_with(|i| self.shared.unpark_slot(i));
+                .stop_searching_with(|| shared.may_defer_wake(), |i| shared.unpark_slot(i));
         }
     }
 
@@ -635,8 +640,35 @@ impl WorkerCtx {
         {
             return;
         }
+        // While threads outside the runtime run in `block_on`, one sleeper watches: wake-ups
+        // are deferred only while it does, and it takes what was deferred within a
+        // `WATCH_PERIOD` (see `idle.rs`, "Deferred wake-ups").
+        let mut watching =
+            !self.compensator && shared.idle.has_outside() && shared.idle.try_start_watching();
         while shared.idle.is_sleeping(self.index) && !shared.is_shutdown() {
             bump(&self.slot().metrics.parks);
+            if watching {
+                self.parker.park_timeout(WATCH_PERIOD);
+                if !shared.idle.is_sleeping(self.index) {
+                    break;
+                }
+                if !shared.idle.has_outside() {
+                    // Nothing to watch for any more. Stopping comes before the look below: a
+                    // notifier that still saw us watching deferred to us.
+                    shared.idle.stop_watching();
+                    watching = false;
+                }
+                if shared.idle.work_visible_with(|| shared.has_queued_work())
+                    && shared.idle.unregister_sleeper(self.index)
+                {
+                    if watching {
+                        // Stopping comes after leaving the list; we are about to search.
+                        shared.idle.stop_watching();
+                    }
+                    return;
+                }
+                continue;
+            }
             if !self.compensator {
                 self.parker.park();
                 continue;
@@ -654,6 +686,9 @@ impl WorkerCtx {
             {
                 return;
             }
+        }
+        if watching {
+            shared.idle.stop_watching();
         }
         // Woken by a notifier, which counted us as searching.
         if !shared.is_shutdown() {

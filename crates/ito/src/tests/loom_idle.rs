@@ -35,7 +35,7 @@ fn push_races_a_worker_falling_asleep() {
         let (i2, q2) = (idle.clone(), queue.clone());
         let pusher = thread::spawn(move || {
             q2.store(1, Ordering::Release);
-            i2.notify_with(true, |_| me.unpark());
+            i2.notify_with(true, || false, |_| me.unpark());
         });
         sleep_until_work(&idle, &queue, false);
         pusher.join().unwrap();
@@ -53,7 +53,7 @@ fn push_races_a_searcher(worker: fn(&Idle, &AtomicUsize)) {
         let (i2, q2) = (idle.clone(), queue.clone());
         let pusher = thread::spawn(move || {
             q2.store(1, Ordering::Release);
-            i2.notify_with(true, |_| me.unpark());
+            i2.notify_with(true, || false, |_| me.unpark());
         });
         worker(&idle, &queue);
         pusher.join().unwrap();
@@ -65,7 +65,7 @@ fn push_races_a_searcher(worker: fn(&Idle, &AtomicUsize)) {
 fn push_races_the_last_searcher() {
     push_races_a_searcher(|idle, queue| {
         if queue.load(Ordering::Acquire) > 0 {
-            idle.stop_searching_with(|_| {});
+            idle.stop_searching_with(|| false, |_| {});
         } else {
             sleep_until_work(idle, queue, true);
         }
@@ -80,7 +80,7 @@ fn spin_then_sleep(idle: &Idle, queue: &AtomicUsize, rounds: usize) {
     for _ in 0..rounds {
         if queue.load(Ordering::Acquire) > 0 {
             idle.stop_spinning();
-            idle.stop_searching_with(|_| {});
+            idle.stop_searching_with(|| false, |_| {});
             return;
         }
     }
@@ -93,4 +93,76 @@ fn spin_then_sleep(idle: &Idle, queue: &AtomicUsize, rounds: usize) {
 #[test]
 fn push_races_a_spinning_searcher() {
     push_races_a_searcher(|idle, queue| spin_then_sleep(idle, queue, 2));
+}
+
+/// The watcher's side of `WorkerCtx::sleep`, for worker 0, already registered as a sleeper
+/// and watching: each timed-out park (here, a yield) looks for work; once no outside thread
+/// runs, it stops watching first, looks once more, and then sleeps like any sleeper.
+fn watch_until_work(idle: &Idle, queue: &AtomicUsize) {
+    let has_work = || queue.load(Ordering::Acquire) > 0;
+    let mut watching = true;
+    while idle.is_sleeping(0) {
+        if watching {
+            if !idle.has_outside() {
+                idle.stop_watching();
+                watching = false;
+            }
+            if idle.work_visible_with(has_work) && idle.unregister_sleeper(0) {
+                if watching {
+                    idle.stop_watching();
+                }
+                return;
+            }
+            thread::yield_now();
+        } else {
+            thread::park();
+        }
+    }
+    if watching {
+        idle.stop_watching();
+    }
+    assert!(has_work(), "woken without work");
+}
+
+/// A push whose wake-up may be deferred (an outside thread runs beside one awake worker, out of
+/// two) racing that outside thread leaving and the watcher giving up: with `settles`, the
+/// outside thread notifies for queued work as it leaves (`Shared::leave_outside`); without, the
+/// watcher alone must catch the push. Either way the sleeping watcher must end up with the work.
+fn deferred_push_races_the_watcher(settles: bool) {
+    loom::model(move || {
+        let idle = Arc::new(Idle::new(2));
+        let queue = Arc::new(AtomicUsize::new(0));
+        idle.enter_outside();
+        idle.register_sleeper(0);
+        assert!(idle.try_start_watching());
+        let me = thread::current();
+        // Two threads act as workers (worker 0 asleep, worker 1 busy), out of two.
+        let (i2, q2, me2) = (idle.clone(), queue.clone(), me.clone());
+        let pusher = thread::spawn(move || {
+            q2.store(1, Ordering::Release);
+            i2.notify_with(true, || i2.may_defer(2, 2), |_| me2.unpark());
+        });
+        let (i3, q3) = (idle.clone(), queue.clone());
+        let outside = thread::spawn(move || {
+            i3.leave_outside();
+            if settles && q3.load(Ordering::Acquire) > 0 {
+                i3.notify_with(false, || i3.may_defer(2, 2), |_| me.unpark());
+            }
+        });
+        watch_until_work(&idle, &queue);
+        pusher.join().unwrap();
+        outside.join().unwrap();
+    });
+}
+
+/// See [`deferred_push_races_the_watcher`].
+#[test]
+fn deferred_push_races_the_outside_thread_and_the_watcher() {
+    deferred_push_races_the_watcher(true);
+}
+
+/// See [`deferred_push_races_the_watcher`].
+#[test]
+fn deferred_push_is_caught_by_the_watcher_alone() {
+    deferred_push_races_the_watcher(false);
 }

@@ -169,9 +169,13 @@ fn loom_join_exposure_never_misses_a_sleeper() {
         let woke = Arc::new(AtomicUsize::new(0));
         let w = woke.clone();
         // What `join::expose` does after exposing.
-        idle.notify_with(true, move |_| {
-            w.fetch_add(1, Ordering::Relaxed);
-        });
+        idle.notify_with(
+            true,
+            || false,
+            move |_| {
+                w.fetch_add(1, Ordering::Relaxed);
+            },
+        );
         let stayed_up = sleeper.join().unwrap();
         assert!(
             stayed_up || woke.load(Ordering::Relaxed) == 1,

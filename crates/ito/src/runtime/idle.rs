@@ -26,9 +26,9 @@
 //! **Deferred wake-ups.** A thread that is not a worker but runs in `block_on` (polling or
 //! spinning, not parked) holds a CPU too: with `workers` workers awake beside it, the runtime
 //! runs more threads than it was sized for, and on a machine with as many CPUs as workers they
-//! take turns on them (measured: the pool benchmark's main-thread runs, 100 tiny tasks spawned
-//! from `block_on` on 2 workers and 2 CPUs, went from 125,000 runs/s to 30,000-60,000 whenever
-//! the second worker joined in). So a wake-up is deferred when `outside` threads are running,
+//! take turns on them (the pool benchmark's main-thread runs, 100 tiny tasks spawned from
+//! `block_on` on 2 workers and 2 CPUs, did about 125,000 runs/s when one worker ran them all and
+//! 40,000-70,000 when both did; `docs/scheduler.md`). So a wake-up is deferred when `outside` threads are running,
 //! at least one worker is awake, and awake workers plus `outside` already reach `workers`
 //! ([`Idle::may_defer`]). A deferred task still gets a thread:
 //! - the awake workers find it when they next look (they are not searching, or the push would

@@ -1,5 +1,6 @@
 //! [`block_on`]: run a future to completion on the current thread.
 
+use std::cell::Cell;
 use std::future::{Future as StdFuture, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
@@ -55,39 +56,82 @@ pub(crate) fn block_on_cancellable<F: IntoFuture>(fut: F) -> Result<F::Output, c
     drive(fut.into_future(), true).ok_or(crate::Failure::Cancelled)
 }
 
+thread_local! {
+    /// The runtime this thread (not a worker) is counted on as running in `block_on`
+    /// (`Idle::enter_outside`), by the outermost `block_on` on its stack; `None` while it is
+    /// parked, wherever in ito it parks ([`pause_outside`]).
+    static RUNNING_ON: Cell<Option<&'static super::Shared>> = const { Cell::new(None) };
+}
+
 /// Counts a thread that is not a worker as running in `block_on` on its runtime while it is
 /// not parked (`Idle::enter_outside`): it holds a CPU, so the runtime may defer waking a
-/// worker for what it spawns (see `idle.rs`, "Deferred wake-ups").
+/// worker for what it spawns (see `idle.rs`, "Deferred wake-ups"). A thread is counted once,
+/// by its outermost `block_on`: a nested one (ito's own blocking calls are `block_on`s) and
+/// every park in ito ([`pause_outside`]) leave that count alone but for the park.
 struct Running {
-    /// The runtime its spawns go to; `None` until the global one is started.
-    shared: Option<&'static super::Shared>,
-    counted: bool,
+    /// This `block_on` counts the thread (no outer one does).
+    owner: bool,
 }
 
 impl Running {
-    /// Counts the thread in, if its runtime is running.
-    fn start(&mut self) {
-        if self.shared.is_none() {
-            self.shared = super::current_if_started();
+    /// Counts the thread in, unless an outer `block_on` does.
+    fn enter() -> Running {
+        let owner = RUNNING_ON.get().is_none();
+        if owner {
+            Running::count_in();
         }
-        if let Some(s) = self.shared {
-            s.enter_outside();
-            self.counted = true;
+        Running { owner }
+    }
+
+    /// Counts the thread in if it is not counted yet and its runtime is running (the global
+    /// one may start during a poll).
+    fn count_in() {
+        if RUNNING_ON.get().is_none() {
+            if let Some(s) = super::current_if_started() {
+                s.enter_outside();
+                RUNNING_ON.set(Some(s));
+            }
         }
     }
 
-    /// Counts the thread out, and notifies for queued work whose wake-up it deferred.
-    fn stop(&mut self) {
-        if let Some(s) = self.shared.filter(|_| self.counted) {
-            self.counted = false;
-            s.leave_outside();
+    /// After a park: counts the thread back in, if this `block_on` counts it.
+    fn resume(&self) {
+        if self.owner {
+            Running::count_in();
         }
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.stop();
+        if self.owner {
+            if let Some(s) = RUNNING_ON.take() {
+                s.leave_outside();
+            }
+        }
+    }
+}
+
+/// Counts this thread out of `block_on`'s running threads while the guard lives (it is about
+/// to park), and notifies for queued work whose wake-up it deferred (`Shared::leave_outside`);
+/// counts it back in when the guard drops.
+pub(crate) fn pause_outside() -> PausedOutside {
+    let s = RUNNING_ON.take();
+    if let Some(s) = s {
+        s.leave_outside();
+    }
+    PausedOutside(s)
+}
+
+/// See [`pause_outside`].
+pub(crate) struct PausedOutside(Option<&'static super::Shared>);
+
+impl Drop for PausedOutside {
+    fn drop(&mut self) {
+        if let Some(s) = self.0 {
+            s.enter_outside();
+            RUNNING_ON.set(Some(s));
+        }
     }
 }
 
@@ -107,13 +151,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
     // Off the runtime's workers, spin a little before parking (`wait::spin_outside`).
     let outside = super::worker::current_ctx().is_none();
-    let mut running = Running {
-        shared: None,
-        counted: false,
-    };
-    if outside {
-        running.start();
-    }
+    let running = outside.then(Running::enter);
     loop {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return Some(v);
@@ -129,7 +167,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         }
         let spun = || outside && super::wait::spin_outside(woken, None);
         if !(woken() || spun()) {
-            running.stop();
+            // Parking counts this thread out of `block_on`'s running threads meanwhile.
             super::wait::blocking_park(|| {
                 while !woken() {
                     if watch.as_ref().is_some_and(Watch::cancelled) {
@@ -138,9 +176,96 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
                     thread::park();
                 }
             });
-            if outside {
-                running.start();
+            if let Some(r) = &running {
+                r.resume();
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A future another thread completes.
+    #[derive(Default)]
+    struct Gate {
+        open: AtomicBool,
+        waker: Mutex<Option<Waker>>,
+    }
+
+    impl Gate {
+        fn open(&self) {
+            self.open.store(true, Ordering::Release);
+            if let Some(w) = self.waker.lock().unwrap().take() {
+                w.wake();
+            }
+        }
+
+        async fn wait(&self) {
+            std::future::poll_fn(|cx| {
+                *self.waker.lock().unwrap() = Some(cx.waker().clone());
+                if self.open.load(Ordering::Acquire) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await
+        }
+    }
+
+    /// A thread parked in a nested `block_on` (as ito's own blocking calls are), or in
+    /// `Future::wait`, inside a `block_on`, is not counted as running: else wake-ups would be
+    /// deferred for it, and its runtime's watcher kept polling, while it sleeps.
+    #[test]
+    fn a_thread_parked_inside_block_on_is_not_counted_as_running() {
+        let rt = crate::Runtime::builder().workers(1).build().unwrap();
+        let idle = &rt.shared.idle;
+        // Waits until the thread is counted as `running` or not, then opens `gate`; after
+        // 10 s (a hang guard), opens it anyway. Returns whether it saw the count.
+        let open_when = |running: bool, gate: Arc<Gate>| {
+            thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                let mut seen = idle.has_outside() == running;
+                while !seen && Instant::now() < deadline {
+                    thread::sleep(Duration::from_millis(1));
+                    seen = idle.has_outside() == running;
+                }
+                gate.open();
+                seen
+            })
+        };
+        rt.block_on(async {
+            assert!(idle.has_outside(), "polling counts");
+            let gate = Arc::new(Gate::default());
+            let opener = open_when(false, gate.clone());
+            crate::block_on(gate.wait());
+            assert!(idle.has_outside(), "counted again after the nested park");
+            assert!(
+                opener.join().unwrap(),
+                "counted while parked in a nested block_on"
+            );
+
+            let gate = Arc::new(Gate::default());
+            let opener = open_when(false, gate.clone());
+            let g = gate.clone();
+            // Runs on the worker until the opener opens the gate.
+            let task = crate::spawn_fn(move || {
+                while !g.open.load(Ordering::Acquire) {
+                    thread::sleep(Duration::from_millis(1));
+                }
+            });
+            assert_eq!(task.wait(), Ok(()));
+            assert!(idle.has_outside(), "counted again after the wait");
+            assert!(
+                opener.join().unwrap(),
+                "counted while parked in Future::wait"
+            );
+        });
+        assert!(!idle.has_outside(), "counted out on return");
     }
 }

@@ -34,7 +34,10 @@
 //! - the awake workers find it when they next look (they are not searching, or the push would
 //!   not have wanted a wake-up, so they are running tasks);
 //! - an outside thread that stops running (parks, or leaves `block_on`) first leaves `outside`,
-//!   then (after a `SeqCst` fence) looks for queued work and notifies for it;
+//!   then (after a `SeqCst` fence) looks for queued work and notifies for it. A thread counts
+//!   once, by its outermost `block_on`, and is counted out wherever it parks in ito (a nested
+//!   `block_on`, as ito's blocking calls are, `Future::wait`, an STM retry: `pause_outside`
+//!   in `block_on.rs`); one that blocks outside ito (a lock, a system call) stays counted;
 //! - and since either may take arbitrarily long (a task or a `block_on` future that blocks in
 //!   a lock or a system call), a wake-up is deferred only while a **watcher** is there: one
 //!   sleeper (the `watcher` flag) parks with a timeout while `outside` threads run, and on

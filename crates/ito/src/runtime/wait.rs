@@ -149,6 +149,9 @@ fn park_on(
     }
     let watch = if cancellable { Watch::new() } else { None };
     let _blocked = ctx.map(WorkerCtx::enter_blocking);
+    // Off the workers: a thread parked in a `block_on` is not running (`idle.rs`, "Deferred
+    // wake-ups").
+    let _paused = ctx.is_none().then(super::block_on::pause_outside);
     let why = loop {
         if node.done.load(Ordering::Acquire) {
             return Woken::Complete;
@@ -231,9 +234,12 @@ pub(crate) fn spin_outside(ready: impl Fn() -> bool, deadline: Option<Instant>) 
 }
 
 /// Parks the current thread (via `park`), giving its worker place away meanwhile if it is a
-/// worker. Used by `block_on`.
+/// worker, or else not counting as running in a `block_on` meanwhile
+/// ([`pause_outside`](super::block_on::pause_outside)). Used by `block_on`.
 pub(crate) fn blocking_park(park: impl FnOnce()) {
-    let _blocked = worker::current_ctx().map(WorkerCtx::enter_blocking);
+    let ctx = worker::current_ctx();
+    let _blocked = ctx.map(WorkerCtx::enter_blocking);
+    let _paused = ctx.is_none().then(super::block_on::pause_outside);
     park();
 }
 

@@ -97,8 +97,10 @@ fn push_races_a_spinning_searcher() {
 
 /// The watcher's side of `WorkerCtx::sleep`, for worker 0, already registered as a sleeper
 /// and watching: each timed-out park (here, a yield) looks for work; once no outside thread
-/// runs, it stops watching first, looks once more, and then sleeps like any sleeper.
-fn watch_until_work(idle: &Idle, queue: &AtomicUsize) {
+/// runs, it stops watching first, looks once more, and then sleeps like any sleeper. Returns
+/// what the queue holds at the worker's first look after it stopped watching (woken, or
+/// leaving with the work it saw): the search that follows `sleep`.
+fn watch_until_work(idle: &Idle, queue: &AtomicUsize) -> usize {
     let has_work = || queue.load(Ordering::Acquire) > 0;
     let mut watching = true;
     while idle.is_sleeping(0) {
@@ -111,7 +113,7 @@ fn watch_until_work(idle: &Idle, queue: &AtomicUsize) {
                 if watching {
                     idle.stop_watching();
                 }
-                return;
+                return queue.load(Ordering::Acquire);
             }
             thread::yield_now();
         } else {
@@ -121,7 +123,9 @@ fn watch_until_work(idle: &Idle, queue: &AtomicUsize) {
     if watching {
         idle.stop_watching();
     }
-    assert!(has_work(), "woken without work");
+    let seen = queue.load(Ordering::Acquire);
+    assert!(seen > 0, "woken without work");
+    seen
 }
 
 /// A push whose wake-up may be deferred (an outside thread runs beside one awake worker, out of
@@ -165,4 +169,70 @@ fn deferred_push_races_the_outside_thread_and_the_watcher() {
 #[test]
 fn deferred_push_is_caught_by_the_watcher_alone() {
     deferred_push_races_the_watcher(false);
+}
+
+/// The watcher leaving its watch (woken by a push that did not defer, or taking work it saw)
+/// while a second push defers its wake-up because it still saw the watcher: the watcher's
+/// search after it stops watching must see that second push (`Idle::stop_watching`'s fence,
+/// paired with the notifier's), since nobody else will be woken for it. The outside thread
+/// keeps running throughout.
+#[test]
+fn a_push_deferred_to_a_leaving_watcher_is_seen_by_its_search() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(2));
+        // Bit 0: the first push; bit 1: the second.
+        let queue = Arc::new(AtomicUsize::new(0));
+        let deferred = Arc::new(AtomicUsize::new(0));
+        idle.enter_outside();
+        idle.register_sleeper(0);
+        assert!(idle.try_start_watching());
+        let me = thread::current();
+        // Two threads act as workers (worker 0 asleep, worker 1 busy), out of two.
+        let (i1, q1, me1) = (idle.clone(), queue.clone(), me.clone());
+        let first = thread::spawn(move || {
+            q1.fetch_or(1, Ordering::Release);
+            // A notifier that wakes (it saw no outside thread running, say).
+            i1.notify_with(true, || false, |_| me1.unpark());
+        });
+        let (i2, q2, d2) = (idle.clone(), queue.clone(), deferred.clone());
+        let second = thread::spawn(move || {
+            q2.fetch_or(2, Ordering::Release);
+            i2.notify_with(
+                true,
+                || {
+                    let defer = i2.may_defer(2, 2);
+                    d2.store(usize::from(defer), Ordering::Relaxed);
+                    defer
+                },
+                |_| me.unpark(),
+            );
+        });
+        let seen = watch_until_work(&idle, &queue);
+        first.join().unwrap();
+        second.join().unwrap();
+        if deferred.load(Ordering::Relaxed) == 1 {
+            assert_eq!(seen & 2, 2, "a deferred push missed by the leaving watcher");
+        }
+    });
+}
+
+/// A push that could be deferred by the counts (an outside thread runs beside one awake
+/// worker, out of two) while no sleeper watches (it went to sleep before the outside thread
+/// started): the wake-up must not be deferred, since nobody would bound the delay, and the
+/// awake worker may be blocked for good.
+#[test]
+fn a_push_is_not_deferred_without_a_watcher() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new(2));
+        let queue = Arc::new(AtomicUsize::new(0));
+        idle.enter_outside();
+        let me = thread::current();
+        let (i2, q2) = (idle.clone(), queue.clone());
+        let pusher = thread::spawn(move || {
+            q2.store(1, Ordering::Release);
+            i2.notify_with(true, || i2.may_defer(2, 2), |_| me.unpark());
+        });
+        sleep_until_work(&idle, &queue, false);
+        pusher.join().unwrap();
+    });
 }

@@ -268,4 +268,29 @@ mod tests {
         });
         assert!(!idle.has_outside(), "counted out on return");
     }
+
+    /// A `block_on` that blocks outside ito (an idle server's `accept`) while every worker
+    /// sleeps does not keep a watcher waking every `WATCH_PERIOD`: with no worker awake nothing
+    /// is deferred, so the watcher stops at its first timeout.
+    #[test]
+    fn the_watcher_stops_when_every_worker_sleeps() {
+        let rt = crate::Runtime::builder().workers(2).build().unwrap();
+        rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while rt.metrics().sleeping < 2 && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(rt.metrics().sleeping, 2, "both workers fall asleep");
+            // Past the first watch period: the watcher has looked once and stopped.
+            thread::sleep(Duration::from_millis(20));
+            let before = rt.metrics().parks;
+            thread::sleep(Duration::from_millis(200));
+            let parks = rt.metrics().parks - before;
+            // Watching, it would park about 200 times; stopped, it does not wake at all.
+            assert!(
+                parks < 20,
+                "{parks} parks in 200 ms with every worker asleep"
+            );
+        });
+    }
 }

@@ -652,9 +652,15 @@ impl WorkerCtx {
                 if !shared.idle.is_sleeping(self.index) {
                     break;
                 }
-                if !shared.idle.has_outside() {
-                    // Nothing to watch for any more. Stopping comes before the look below: a
-                    // notifier that still saw us watching deferred to us.
+                // Nothing to watch for any more: nobody runs outside, or every thread acting
+                // as a worker sleeps (nothing is deferred with no worker awake; a `block_on`
+                // blocked outside ito, an idle server's `accept`, must not keep us waking every
+                // period; the next sleeper while outside threads run watches again).
+                if !shared.idle.has_outside()
+                    || shared.active.load(Ordering::SeqCst) <= shared.idle.num_sleeping()
+                {
+                    // Stopping comes before the look below: a notifier that still saw us
+                    // watching deferred to us.
                     shared.idle.stop_watching();
                     watching = false;
                 }

@@ -28,9 +28,9 @@
 //! runs more threads than it was sized for, and on a machine with as many CPUs as workers they
 //! take turns on them (the pool benchmark's main-thread runs, 100 tiny tasks spawned from
 //! `block_on` on 2 workers and 2 CPUs, did about 125,000 runs/s when one worker ran them all and
-//! 40,000-70,000 when both did; `docs/scheduler.md`). So a wake-up is deferred when `outside` threads are running,
-//! at least one worker is awake, and awake workers plus `outside` already reach `workers`
-//! ([`Idle::may_defer`]). A deferred task still gets a thread:
+//! 40,000-70,000 when both did; `docs/scheduler.md`). So a wake-up is deferred when `outside`
+//! threads are running, at least one worker is awake, and awake workers plus `outside` already
+//! reach `workers` ([`Idle::may_defer`]). A deferred task still gets a thread:
 //! - the awake workers find it when they next look (they are not searching, or the push would
 //!   not have wanted a wake-up, so they are running tasks);
 //! - an outside thread that stops running (parks, or leaves `block_on`) first leaves `outside`,
@@ -41,7 +41,8 @@
 //! - and since either may take arbitrarily long (a task or a `block_on` future that blocks in
 //!   a lock or a system call), a wake-up is deferred only while a **watcher** is there: one
 //!   sleeper (the `watcher` flag) parks with a timeout while `outside` threads run, and on
-//!   each timeout takes any queued work itself. A watcher that stops watching clears the flag,
+//!   each timeout takes any queued work itself (it stops watching once no outside thread runs
+//!   or every worker sleeps: nothing can be deferred then). A watcher that stops watching clears the flag,
 //!   then (after a `SeqCst` fence) looks at the queues once more, so a notifier that saw the
 //!   flag set and deferred cannot be missed. The delay is bounded by the watch period.
 //!

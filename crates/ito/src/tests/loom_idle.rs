@@ -95,9 +95,11 @@ fn push_races_a_spinning_searcher() {
     push_races_a_searcher(|idle, queue| spin_then_sleep(idle, queue, 2));
 }
 
-/// The watcher's side of `WorkerCtx::sleep`, for worker 0, already registered as a sleeper
-/// and watching: each timed-out park (here, a yield) looks for work; once no outside thread
-/// runs, it stops watching first, looks once more, and then sleeps like any sleeper. Returns
+/// The watcher's side of `WorkerCtx::sleep` (a copy of its loop: keep the two in step), for
+/// worker 0, already registered as a sleeper and watching: each timed-out park (here, a
+/// yield) looks for work; once no outside thread runs, it stops watching first, looks once
+/// more, and then sleeps like any sleeper. (The real loop also stops when every worker
+/// sleeps; that is the same stop and look.) Returns
 /// what the queue holds at the worker's first look after it stopped watching (woken, or
 /// leaving with the work it saw): the search that follows `sleep`.
 fn watch_until_work(idle: &Idle, queue: &AtomicUsize) -> usize {

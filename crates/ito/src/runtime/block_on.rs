@@ -94,7 +94,9 @@ impl Running {
         }
     }
 
-    /// After a park: counts the thread back in, if this `block_on` counts it.
+    /// After a park (which counted the thread out and back in, `pause_outside`): counts it in
+    /// if it was not counted yet, because the global runtime started since, and this
+    /// `block_on` is the one that counts it.
     fn resume(&self) {
         if self.owner {
             Running::count_in();

@@ -180,8 +180,14 @@ impl Idle {
         if outside == 0 || !self.watcher.load(Ordering::SeqCst) {
             return false;
         }
-        let awake = active.saturating_sub(self.num_sleeping.load(Ordering::SeqCst));
+        let awake = self.awake(active);
         awake >= 1 && awake + outside >= workers
+    }
+
+    /// Of `active` threads acting as workers, those not asleep in the sleepers list (running
+    /// tasks, searching, or about to sleep).
+    pub(crate) fn awake(&self, active: usize) -> usize {
+        active.saturating_sub(self.num_sleeping.load(Ordering::SeqCst))
     }
 
     /// A thread that is not a worker starts running in `block_on`.

@@ -640,14 +640,23 @@ impl WorkerCtx {
         {
             return;
         }
+        /// Gives up the watch however `sleep` is left (or when dropped early): after leaving
+        /// the sleepers list, before the search that follows.
+        struct Watching<'a>(&'a super::idle::Idle);
+        impl Drop for Watching<'_> {
+            fn drop(&mut self) {
+                self.0.stop_watching();
+            }
+        }
         // While threads outside the runtime run in `block_on`, one sleeper watches: wake-ups
         // are deferred only while it does, and it takes what was deferred within a
         // `WATCH_PERIOD` (see `idle.rs`, "Deferred wake-ups").
         let mut watching =
-            !self.compensator && shared.idle.has_outside() && shared.idle.try_start_watching();
+            (!self.compensator && shared.idle.has_outside() && shared.idle.try_start_watching())
+                .then(|| Watching(&shared.idle));
         while shared.idle.is_sleeping(self.index) && !shared.is_shutdown() {
             bump(&self.slot().metrics.parks);
-            if watching {
+            if watching.is_some() {
                 self.parker.park_timeout(WATCH_PERIOD);
                 if !shared.idle.is_sleeping(self.index) {
                     break;
@@ -657,20 +666,15 @@ impl WorkerCtx {
                 // blocked outside ito, an idle server's `accept`, must not keep us waking every
                 // period; the next sleeper while outside threads run watches again).
                 if !shared.idle.has_outside()
-                    || shared.active.load(Ordering::SeqCst) <= shared.idle.num_sleeping()
+                    || shared.idle.awake(shared.active.load(Ordering::SeqCst)) == 0
                 {
                     // Stopping comes before the look below: a notifier that still saw us
                     // watching deferred to us.
-                    shared.idle.stop_watching();
-                    watching = false;
+                    watching = None;
                 }
                 if shared.idle.work_visible_with(|| shared.has_queued_work())
                     && shared.idle.unregister_sleeper(self.index)
                 {
-                    if watching {
-                        // Stopping comes after leaving the list; we are about to search.
-                        shared.idle.stop_watching();
-                    }
                     return;
                 }
                 continue;
@@ -693,9 +697,7 @@ impl WorkerCtx {
                 return;
             }
         }
-        if watching {
-            shared.idle.stop_watching();
-        }
+        drop(watching);
         // Woken by a notifier, which counted us as searching.
         if !shared.is_shutdown() {
             self.searching.set(true);

@@ -36,7 +36,7 @@ pub use promise::{AlreadyCompleted, Promise};
 pub use wait::{Wait, WaitRef};
 
 use crate::Failure;
-use crate::runtime::wait::Woken;
+use crate::runtime::block_until::Woken;
 use cell::{CellHeader, Inner};
 
 /// A handle on a result that will be available later: `Result<T, Failure>`.
@@ -146,7 +146,7 @@ impl<T> Future<T> {
         if let Some(v) = self.inner().get() {
             return v.clone();
         }
-        match crate::runtime::wait::block_until(self.ptr.cast(), None) {
+        match crate::runtime::block_until::block_until(self.ptr.cast(), None) {
             Woken::Cancelled => Err(Failure::Cancelled),
             _ => self
                 .value()
@@ -171,7 +171,7 @@ impl<T> Future<T> {
             return Some(v.clone());
         }
         let deadline = std::time::Instant::now().checked_add(timeout);
-        match crate::runtime::wait::block_until(self.ptr.cast(), deadline) {
+        match crate::runtime::block_until::block_until(self.ptr.cast(), deadline) {
             Woken::Cancelled => Some(Err(Failure::Cancelled)),
             _ => self.value(),
         }

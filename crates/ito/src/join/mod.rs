@@ -352,7 +352,7 @@ where
     // it (the task dropped its pointer without using it). Either way nothing refers to
     // `remote` now.
     if !done.is_completed() {
-        crate::runtime::wait::block_until_complete(done.cell_ptr());
+        crate::runtime::block_until::block_until_complete(done.cell_ptr());
     }
     debug_assert!(done.is_completed());
     match remote.out.take() {

@@ -1,6 +1,5 @@
 //! [`block_on`]: run a future to completion on the current thread.
 
-use std::cell::Cell;
 use std::future::{Future as StdFuture, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
@@ -8,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
+use super::park::{Running, Spin, park_blocked};
 use crate::task::cancel::Watch;
 
 struct ThreadWaker {
@@ -56,87 +56,6 @@ pub(crate) fn block_on_cancellable<F: IntoFuture>(fut: F) -> Result<F::Output, c
     drive(fut.into_future(), true).ok_or(crate::Failure::Cancelled)
 }
 
-thread_local! {
-    /// The runtime this thread (not a worker) is counted on as running in `block_on`
-    /// (`Idle::enter_outside`), by the outermost `block_on` on its stack; `None` while it is
-    /// parked, wherever in ito it parks ([`pause_outside`]).
-    static RUNNING_ON: Cell<Option<&'static super::Shared>> = const { Cell::new(None) };
-}
-
-/// Counts a thread that is not a worker as running in `block_on` on its runtime while it is
-/// not parked (`Idle::enter_outside`): it holds a CPU, so the runtime may defer waking a
-/// worker for what it spawns (see `idle.rs`, "Deferred wake-ups"). A thread is counted once,
-/// by its outermost `block_on`: a nested one (ito's own blocking calls are `block_on`s) and
-/// every park in ito ([`pause_outside`]) leave that count alone but for the park.
-struct Running {
-    /// This `block_on` counts the thread (no outer one does).
-    owner: bool,
-}
-
-impl Running {
-    /// Counts the thread in, unless an outer `block_on` does.
-    fn enter() -> Running {
-        let owner = RUNNING_ON.get().is_none();
-        if owner {
-            Running::count_in();
-        }
-        Running { owner }
-    }
-
-    /// Counts the thread in if it is not counted yet and its runtime is running (the global
-    /// one may start during a poll).
-    fn count_in() {
-        if RUNNING_ON.get().is_none() {
-            if let Some(s) = super::current_if_started() {
-                s.enter_outside();
-                RUNNING_ON.set(Some(s));
-            }
-        }
-    }
-
-    /// After a park (which counted the thread out and back in, `pause_outside`): counts it in
-    /// if it was not counted yet, because the global runtime started since, and this
-    /// `block_on` is the one that counts it.
-    fn resume(&self) {
-        if self.owner {
-            Running::count_in();
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.owner {
-            if let Some(s) = RUNNING_ON.take() {
-                s.leave_outside();
-            }
-        }
-    }
-}
-
-/// Counts this thread out of `block_on`'s running threads while the guard lives (it is about
-/// to park), and notifies for queued work whose wake-up it deferred (`Shared::leave_outside`);
-/// counts it back in when the guard drops.
-pub(crate) fn pause_outside() -> PausedOutside {
-    let s = RUNNING_ON.take();
-    if let Some(s) = s {
-        s.leave_outside();
-    }
-    PausedOutside(s)
-}
-
-/// See [`pause_outside`].
-pub(crate) struct PausedOutside(Option<&'static super::Shared>);
-
-impl Drop for PausedOutside {
-    fn drop(&mut self) {
-        if let Some(s) = self.0 {
-            s.enter_outside();
-            RUNNING_ON.set(Some(s));
-        }
-    }
-}
-
 /// Polls `fut` to completion on this thread; `None` if `cancellable` and the synchronous
 /// task running on this thread is cancelled first.
 fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
@@ -151,7 +70,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
     // Consumes a wake-up, if there is one.
     let woken =
         || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
-    // Off the runtime's workers, spin a little before parking (`wait::spin_outside`).
+    // Off the runtime's workers, spin a little before parking (`park/spin.rs`).
     let outside = super::worker::current_ctx().is_none();
     let running = outside.then(Running::enter);
     loop {
@@ -167,10 +86,15 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
                 return None;
             }
         }
-        let spun = || outside && super::wait::spin_outside(woken, None);
+        let spun = || {
+            outside
+                && Spin::outside()
+                    .run(None, || woken().then_some(()))
+                    .is_some()
+        };
         if !(woken() || spun()) {
             // Parking counts this thread out of `block_on`'s running threads meanwhile.
-            super::wait::blocking_park(|| {
+            park_blocked(|| {
                 while !woken() {
                     if watch.as_ref().is_some_and(Watch::cancelled) {
                         return;
@@ -226,7 +150,7 @@ mod tests {
     #[test]
     fn a_thread_parked_inside_block_on_is_not_counted_as_running() {
         let rt = crate::Runtime::builder().workers(1).build().unwrap();
-        let idle = &rt.shared.idle;
+        let idle = &rt.shared.sleep;
         // Waits until the thread is counted as `running` or not, then opens `gate`; after
         // 10 s (a hang guard), opens it anyway. Returns whether it saw the count.
         let open_when = |running: bool, gate: Arc<Gate>| {

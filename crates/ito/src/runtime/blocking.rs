@@ -17,7 +17,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 type Job = Box<dyn FnOnce() + Send>;
 
-pub(crate) struct Pool {
+pub(crate) struct BlockingPool {
     state: Mutex<PoolState>,
     cv: Condvar,
     max: usize,
@@ -30,9 +30,9 @@ struct PoolState {
     shutdown: bool,
 }
 
-impl Pool {
+impl BlockingPool {
     pub(super) fn new(max: usize) -> Self {
-        Pool {
+        BlockingPool {
             state: Mutex::new(PoolState {
                 queue: VecDeque::new(),
                 idle: 0,
@@ -72,7 +72,7 @@ impl Pool {
             drop(st);
             shared.counters.thread_started();
             let spawned = std::thread::Builder::new()
-                .name(format!("{}-blocking", shared.name))
+                .name(format!("{}-blocking", shared.threads.name()))
                 .spawn(move || shared.blocking.thread_main(shared));
             if spawned.is_err() {
                 shared.counters.thread_stopped();

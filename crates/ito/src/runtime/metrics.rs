@@ -36,3 +36,80 @@ pub struct Metrics {
     /// The most threads this runtime ever had alive at once.
     pub peak_threads: u64,
 }
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::Shared;
+
+/// Counters kept outside the slots: each written through one method here.
+#[derive(Default)]
+pub(super) struct Counters {
+    spawned_outside: AtomicU64,
+    compensations: AtomicU64,
+    live_threads: AtomicU64,
+    peak_threads: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn count_spawned_outside(&self) {
+        self.spawned_outside.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(super) fn count_compensation(&self) {
+        self.compensations.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(super) fn thread_started(&self) {
+        let live = self.live_threads.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_threads.fetch_max(live, Ordering::Relaxed);
+    }
+    pub(super) fn thread_stopped(&self) {
+        self.live_threads.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Counters written only by the slot's own thread (plain load and store, no read-modify-write).
+#[derive(Default)]
+pub(super) struct SlotMetrics {
+    pub(super) spawned: AtomicU64,
+    pub(super) polled: AtomicU64,
+    pub(super) stolen: AtomicU64,
+    pub(super) parks: AtomicU64,
+    pub(super) helped: AtomicU64,
+    pub(super) join_steals: AtomicU64,
+}
+
+/// Adds one to a counter that only the calling thread writes.
+#[inline]
+pub(super) fn bump(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+impl SlotMetrics {
+    fn add_to(&self, m: &mut Metrics) {
+        m.spawned += self.spawned.load(Ordering::Relaxed);
+        m.polled += self.polled.load(Ordering::Relaxed);
+        m.stolen += self.stolen.load(Ordering::Relaxed);
+        m.parks += self.parks.load(Ordering::Relaxed);
+        m.helped += self.helped.load(Ordering::Relaxed);
+        m.join_steals += self.join_steals.load(Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    /// A snapshot of the counters.
+    pub(super) fn metrics(&self) -> Metrics {
+        let c = &self.counters;
+        let mut m = Metrics {
+            workers: self.sleep.workers(),
+            spawned: c.spawned_outside.load(Ordering::Relaxed),
+            compensations: c.compensations.load(Ordering::Relaxed),
+            threads: c.live_threads.load(Ordering::Relaxed),
+            peak_threads: c.peak_threads.load(Ordering::Relaxed),
+            sleeping: self.sleep.num_sleeping(),
+            ..Metrics::default()
+        };
+        for slot in self.threads.slots() {
+            slot.metrics.add_to(&mut m);
+        }
+        m
+    }
+}

@@ -328,9 +328,9 @@ impl ScopeShared {
                 }
             };
             if cancellable {
-                let _ = crate::runtime::wait::block_until(cell, None);
+                let _ = crate::runtime::block_until::block_until(cell, None);
             } else {
-                crate::runtime::wait::block_until_complete(cell);
+                crate::runtime::block_until::block_until_complete(cell);
             }
         }
     }

@@ -69,7 +69,6 @@ pub use tmvar::TMVar;
 pub use tqueue::TQueue;
 pub use tvar::TVar;
 pub use tx::Tx;
-pub(crate) use tx::flush_retired;
 
 use crate::future::cell::{CellHeader, Waiter};
 use crate::loom::Ordering;
@@ -389,7 +388,7 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
     };
     if park {
         let s = reg.sleeper.clone();
-        crate::runtime::wait::blocking_park(move || s.park_until_notified());
+        crate::runtime::park::park_blocked(move || s.park_until_notified());
         drop(reg);
         None
     } else {

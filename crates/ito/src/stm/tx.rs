@@ -827,6 +827,9 @@ thread_local! {
 unsafe fn retire(guard: &Guard, value: *mut (), free: unsafe fn(*mut ())) {
     #[cfg(not(loom))]
     {
+        // A thread about to park hands its retired values back first.
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| crate::runtime::park::before_park(flush_retired));
         let flushed = RETIRED.try_with(|r| {
             let mut r = r.borrow_mut();
             r.0.push((value, free));

@@ -51,8 +51,18 @@ use crate::Failure;
 use crate::future::Future;
 use crate::future::cell::{self, CellHeader, CellVTable, HANDLE, Inner};
 use crate::loom::{AtomicUsize, UnsafeCell};
-use crate::runtime::Shared;
 use state::{AfterPoll, CancelRequest, Claim, State};
+
+/// What a task needs from the scheduler that runs it; the runtime implements it. This is the
+/// only way `task/` reaches the scheduler.
+pub(crate) trait Schedule: Sync + 'static {
+    /// Queues a woken task to run again.
+    fn schedule(&'static self, task: TaskRef);
+}
+
+/// The scheduler tasks are bound to: the one implementation of [`Schedule`], named here so
+/// that calls through the trait are direct, not through a vtable.
+pub(crate) type Scheduler = crate::runtime::Shared;
 
 /// The front of every task.
 #[repr(C)]
@@ -61,7 +71,7 @@ pub(crate) struct Header {
     vtable: &'static TaskVTable,
     /// The runtime the task belongs to. Runtimes' shared blocks are never freed, so this
     /// pointer never dangles.
-    pub(crate) sched: &'static Shared,
+    pub(crate) sched: &'static Scheduler,
 }
 
 struct TaskVTable {
@@ -211,7 +221,7 @@ impl Header {
         match h.state.request_cancel() {
             CancelRequest::Schedule => {
                 Header::inc_ref(this);
-                crate::runtime::schedule(TaskRef(this));
+                TaskRef(this).reschedule();
             }
             CancelRequest::Running => cancel::wake_blocked(this),
             CancelRequest::Queued => {}
@@ -299,9 +309,15 @@ impl TaskRef {
 
     /// The runtime the task belongs to.
     #[inline]
-    pub(crate) fn sched(&self) -> &'static Shared {
+    pub(crate) fn sched(&self) -> &'static Scheduler {
         // SAFETY: the entry holds a reference.
         unsafe { self.0.as_ref() }.sched
+    }
+
+    /// Queues the task on its runtime to run again (it was woken).
+    #[inline]
+    pub(crate) fn reschedule(self) {
+        self.sched().schedule(self);
     }
 }
 
@@ -403,7 +419,7 @@ const fn refs_offset<B, T, O: Outcome<T>>() -> usize {
 /// Allocates a task with `body` and outcome `inner` (which holds the initial references).
 fn alloc_cell<B, T, O: Outcome<T>>(
     body: B,
-    sched: &'static Shared,
+    sched: &'static Scheduler,
     vtable: &'static TaskVTable,
     inner: O,
 ) -> NonNull<TaskCell<B, O>> {
@@ -426,7 +442,7 @@ fn alloc_cell<B, T, O: Outcome<T>>(
 /// Allocates a task with `body`, one reference for the returned entry and one for the future.
 fn alloc<B, T: 'static>(
     body: B,
-    sched: &'static Shared,
+    sched: &'static Scheduler,
     vtable: &'static TaskVTable,
 ) -> (TaskRef, Future<T>) {
     let inner = Inner::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
@@ -502,7 +518,7 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
 }
 
 /// A task running `f` on a worker. Returns the queue entry to schedule and the future.
-pub(crate) fn new_fn<F, T>(f: F, sched: &'static Shared) -> (TaskRef, Future<T>)
+pub(crate) fn new_fn<F, T>(f: F, sched: &'static Scheduler) -> (TaskRef, Future<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -548,7 +564,7 @@ where
                     AfterPoll::Idle => {}
                     AfterPoll::Reschedule => {
                         Header::inc_ref(h);
-                        crate::runtime::schedule(TaskRef(h));
+                        TaskRef(h).reschedule();
                     }
                     // SAFETY: still the runner (the state stays RUNNING).
                     AfterPoll::Cancel => unsafe { Self::cancel(h) },
@@ -584,7 +600,7 @@ where
 }
 
 /// A task polling `fut` on a worker. Returns the queue entry to schedule and the future.
-pub(crate) fn new_future<G>(fut: G, sched: &'static Shared) -> (TaskRef, Future<G::Output>)
+pub(crate) fn new_future<G>(fut: G, sched: &'static Scheduler) -> (TaskRef, Future<G::Output>)
 where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
@@ -595,7 +611,7 @@ where
 /// A task polling `fut` on a worker that nobody can await (no [`Future`], no result kept: a
 /// process, which reports its end through its process block). Returns the queue entry to
 /// schedule, the task's only reference.
-pub(crate) fn new_detached<G>(fut: G, sched: &'static Shared) -> TaskRef
+pub(crate) fn new_detached<G>(fut: G, sched: &'static Scheduler) -> TaskRef
 where
     G: StdFuture<Output = ()> + Send + 'static,
 {
@@ -625,7 +641,7 @@ pub(crate) const fn detached_task_size<B>() -> usize {
 /// acted on when `init` returns, exactly as after a poll.
 pub(crate) fn new_future_idle<G>(
     fut: G,
-    sched: &'static Shared,
+    sched: &'static Scheduler,
     init: impl FnOnce(std::pin::Pin<&mut G>, &std::task::Waker),
 ) -> Future<G::Output>
 where
@@ -649,7 +665,7 @@ where
     });
     match header.state.transition_to_idle() {
         AfterPoll::Idle => {}
-        AfterPoll::Reschedule => crate::runtime::schedule(task),
+        AfterPoll::Reschedule => task.reschedule(),
         // Nobody holds a handle yet, but a cancellation is handled like after any poll.
         // SAFETY: still the runner (the state stays RUNNING).
         AfterPoll::Cancel => unsafe { FutTask::<G, Inner<G::Output>>::cancel(h) },

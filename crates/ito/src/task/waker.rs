@@ -28,7 +28,7 @@ unsafe fn wake(p: *const ()) {
     // SAFETY: the waker holds a reference.
     if unsafe { h.as_ref() }.state.transition_to_notified() {
         // The waker's own reference becomes the queue entry's: no count traffic.
-        crate::runtime::schedule(TaskRef(h));
+        TaskRef(h).reschedule();
     } else {
         // SAFETY: `wake` consumes the waker and its reference.
         unsafe { drop_waker(p) };
@@ -41,7 +41,7 @@ unsafe fn wake_by_ref(p: *const ()) {
     if unsafe { h.as_ref() }.state.transition_to_notified() {
         // We moved it idle → SCHEDULED: enqueue it, with a reference of its own.
         Header::inc_ref(h);
-        crate::runtime::schedule(TaskRef(h));
+        TaskRef(h).reschedule();
     }
 }
 

@@ -152,33 +152,25 @@ fn loom_join_leapfrog_takes_only_descendants() {
 /// the owner's first closure, and no later fork notifies again meanwhile.
 #[test]
 fn loom_join_exposure_never_misses_a_sleeper() {
-    use crate::runtime::idle::Idle;
+    use crate::runtime::park::Sleep;
     loom::model(|| {
-        let idle = Arc::new(Idle::new(1));
+        let sleep = Arc::new(Sleep::new(1, 1, std::time::Duration::ZERO));
         let shelf = Arc::new(Shelf::new());
-        let (i2, s2) = (idle.clone(), shelf.clone());
+        let (s2, sh2) = (sleep.clone(), shelf.clone());
         let sleeper = thread::spawn(move || {
-            i2.register_sleeper(0);
+            s2.register_sleeper(0);
             // Sees the job: takes itself off the list (or was already woken).
-            i2.work_visible_with(|| !s2.is_empty_hint()) && i2.unregister_sleeper(0)
+            s2.work_visible(|| !sh2.is_empty_hint()) && s2.unregister_sleeper(0)
         });
         let me = thread::current();
         let job = StackJob::new(|| ());
         // SAFETY: reclaimed below, before the job goes out of scope.
         unsafe { shelf.expose([job.header()], 0, &me) };
-        let woke = Arc::new(AtomicUsize::new(0));
-        let w = woke.clone();
         // What `join::expose` does after exposing.
-        idle.notify_with(
-            true,
-            || false,
-            move |_| {
-                w.fetch_add(1, Ordering::Relaxed);
-            },
-        );
+        sleep.notify(true);
         let stayed_up = sleeper.join().unwrap();
         assert!(
-            stayed_up || woke.load(Ordering::Relaxed) == 1,
+            stayed_up || !sleep.is_sleeping(0),
             "a job was exposed and the only idle worker slept on"
         );
         assert!(matches!(shelf.reclaim(job.header()), Reclaim::Reclaimed));

@@ -2,8 +2,8 @@
 //! `RUSTFLAGS="--cfg loom" cargo test -p ito --release --lib loom`.
 
 mod loom_cell;
-mod loom_idle;
 mod loom_join;
+mod loom_park;
 mod loom_process;
 mod loom_stm;
 mod loom_sync;

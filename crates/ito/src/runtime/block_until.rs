@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, Thread};
 use std::time::Instant;
 
+use super::park::{Spin, pause_outside};
 use super::worker::{self, WorkerCtx};
 use crate::future::cell::{Action, CellHeader, Locked, Waiter};
 use crate::task::Header;
@@ -144,14 +145,15 @@ fn park_on(
     }
     // A cancellation queued on this thread may be what completes the future.
     crate::task::run_pending_cancels();
-    if ctx.is_none() && spin_outside(|| node.done.load(Ordering::Acquire), deadline) {
+    let done = || node.done.load(Ordering::Acquire).then_some(());
+    if ctx.is_none() && Spin::outside().run(deadline, done).is_some() {
         return Woken::Complete;
     }
     let watch = if cancellable { Watch::new() } else { None };
     let _blocked = ctx.map(WorkerCtx::enter_blocking);
-    // Off the workers: a thread parked in a `block_on` is not running (`idle.rs`, "Deferred
+    // Off the workers: a thread parked in a `block_on` is not running (`park/README.md`, "Deferred
     // wake-ups").
-    let _paused = ctx.is_none().then(super::block_on::pause_outside);
+    let _paused = ctx.is_none().then(pause_outside);
     let why = loop {
         if node.done.load(Ordering::Acquire) {
             return Woken::Complete;
@@ -187,98 +189,4 @@ fn park_on(
         }
     }
     why
-}
-
-/// How long a thread outside the runtime spins for a result before it parks. About what
-/// parking and being woken costs (a futex wait, a futex wake, a context switch), so spinning
-/// first costs at most twice what the better of the two would have. In `ito-bench pool`'s
-/// main-thread runs, where each wait lasts a few microseconds, it turns a park and a wake-up
-/// per run into none: 50k runs/s became 120k (`docs/sync.md`); longer spins (30 us) did
-/// worse on 2 CPUs, where the spinner competes with the workers it waits for.
-#[cfg(not(loom))]
-const OUTSIDE_SPIN: std::time::Duration = std::time::Duration::from_micros(5);
-
-/// Spins until `ready()` for up to [`OUTSIDE_SPIN`], and never past `deadline`: true if it
-/// got ready. A deadline that has passed already means no spin at all (`wait_timeout` with a
-/// zero timeout is a poll, not a 5 us busy wait). Callers call it only on threads that are
-/// not workers (they know already): a worker that waits gives its place away instead (its
-/// spinning would hold the CPU that the task it waits for needs).
-#[inline]
-pub(crate) fn spin_outside(ready: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
-    #[cfg(loom)]
-    {
-        // A model explores every interleaving: a spin would only multiply them.
-        let _ = (ready, deadline);
-        false
-    }
-    #[cfg(not(loom))]
-    {
-        let start = Instant::now();
-        let end = match deadline {
-            Some(d) if d <= start => return false,
-            Some(d) => d.min(start + OUTSIDE_SPIN),
-            None => start + OUTSIDE_SPIN,
-        };
-        loop {
-            for _ in 0..32 {
-                if ready() {
-                    return true;
-                }
-                std::hint::spin_loop();
-            }
-            if Instant::now() >= end {
-                return ready();
-            }
-        }
-    }
-}
-
-/// Parks the current thread (via `park`), giving its worker place away meanwhile if it is a
-/// worker, or else not counting as running in a `block_on` meanwhile
-/// ([`pause_outside`](super::block_on::pause_outside)). Used by `block_on`.
-pub(crate) fn blocking_park(park: impl FnOnce()) {
-    let ctx = worker::current_ctx();
-    let _blocked = ctx.map(WorkerCtx::enter_blocking);
-    let _paused = ctx.is_none().then(super::block_on::pause_outside);
-    park();
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use std::cell::Cell;
-
-    use super::*;
-
-    /// The outside spin checks its condition repeatedly, stops as soon as it holds, and does
-    /// not spin at all once the caller's deadline has passed (a zero `wait_timeout`).
-    #[test]
-    fn the_outside_spin_stops_when_ready_and_at_the_deadline() {
-        let calls = Cell::new(0u32);
-        let never = || {
-            calls.set(calls.get() + 1);
-            false
-        };
-        assert!(!spin_outside(never, None));
-        assert!(
-            calls.get() >= 32,
-            "no deadline: it spins ({} checks)",
-            calls.get()
-        );
-
-        calls.set(0);
-        let third = || {
-            calls.set(calls.get() + 1);
-            calls.get() == 3
-        };
-        assert!(spin_outside(third, None));
-        assert_eq!(calls.get(), 3);
-
-        calls.set(0);
-        assert!(!spin_outside(never, Some(Instant::now())));
-        assert!(
-            calls.get() <= 1,
-            "a passed deadline still spun ({} checks)",
-            calls.get()
-        );
-    }
 }

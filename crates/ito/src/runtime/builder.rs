@@ -1,0 +1,186 @@
+//! [`Builder`]: a runtime's configuration, and building it.
+
+use std::io;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crossbeam_deque::Injector;
+
+use super::blocking::BlockingPool;
+use super::metrics::Counters;
+use super::park::Sleep;
+use super::threads::{self, Threads};
+use super::{Runtime, Shared};
+
+/// Extra slots, beyond the configured compensation bound, that may be used only when every
+/// worker of the runtime is blocked (the no-deadlock guarantee; see `docs/scheduler.md`).
+const EMERGENCY_SLOTS: usize = 256;
+/// `Builder::idle_spin`'s default.
+const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
+
+/// Configures and builds a [`Runtime`].
+///
+/// ```
+/// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+/// assert_eq!(rt.spawn_fn(|| 1 + 1).wait(), Ok(2));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: Option<usize>,
+    max_compensation: Option<usize>,
+    stack_size: usize,
+    thread_name: String,
+    max_blocking: usize,
+    keep_alive: Duration,
+    idle_spin: Duration,
+}
+
+impl Builder {
+    /// The number of worker threads (default: the number of CPUs). At least 1.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.workers(), 1);
+    /// ```
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// How many compensation threads may run beside the workers while workers are blocked in
+    /// [`Future::wait`] (default: `max(4, workers)`). If every worker is blocked and work is
+    /// queued, a compensation thread is started even past this bound, since the alternative is
+    /// a deadlock.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).max_compensation(2).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn max_compensation(mut self, n: usize) -> Self {
+        self.max_compensation = Some(n);
+        self
+    }
+
+    /// Stack size of worker threads (default 8 MiB; only touched pages use memory).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().stack_size(4 << 20).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes.max(256 * 1024);
+        self
+    }
+
+    /// The name prefix of the runtime's threads (default `"ito"`).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().thread_name("app").build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// How long a compensation thread with nothing to do stays parked before it exits
+    /// (default 10 s).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder()
+    ///     .thread_keep_alive(std::time::Duration::from_secs(1))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn thread_keep_alive(mut self, d: Duration) -> Self {
+        self.keep_alive = d;
+        self
+    }
+
+    /// How long a worker that has run out of work keeps looking for more (spinning, then
+    /// yielding its CPU between looks) before it goes to sleep (default 50 µs; zero: sleep at
+    /// once).
+    ///
+    /// A sleeping worker costs nothing but must be woken with a system call when work
+    /// appears, by the thread that has the work; a worker still looking needs no wake-up
+    /// and starts at once. Programs that hand out work in bursts a few microseconds apart
+    /// (a task spawning a batch and waiting for it, a message passed back and forth) gain
+    /// the most. An idle runtime uses no CPU once the window has passed.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder()
+    ///     .idle_spin(std::time::Duration::from_micros(20))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn idle_spin(mut self, d: Duration) -> Self {
+        self.idle_spin = d;
+        self
+    }
+
+    /// The most threads [`spawn_blocking`](crate::spawn_blocking) may run at once (default
+    /// 64); more calls queue.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().max_blocking_threads(4).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn max_blocking_threads(mut self, n: usize) -> Self {
+        self.max_blocking = n.max(1);
+        self
+    }
+
+    /// Starts the worker threads.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(3).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn build(self) -> io::Result<Runtime> {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let max_comp = self.max_compensation.unwrap_or(workers.max(4));
+        let capacity = workers + max_comp + EMERGENCY_SLOTS;
+        let shared: &'static Shared = Box::leak(Box::new(Shared {
+            injector: Injector::new(),
+            sleep: Sleep::new(capacity, workers, self.idle_spin),
+            threads: Threads::new(
+                capacity,
+                max_comp,
+                self.stack_size,
+                self.keep_alive,
+                self.thread_name,
+            ),
+            shutdown: AtomicBool::new(false),
+            counters: Counters::default(),
+            blocking: BlockingPool::new(self.max_blocking),
+        }));
+        for _ in 0..workers {
+            if let Err(e) = threads::start_thread(shared, false) {
+                shared.shutdown();
+                return Err(e);
+            }
+        }
+        Ok(Runtime {
+            shared,
+            owned: true,
+        })
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            workers: None,
+            max_compensation: None,
+            stack_size: 8 << 20,
+            thread_name: "ito".to_string(),
+            max_blocking: 64,
+            keep_alive: Duration::from_secs(10),
+            idle_spin: DEFAULT_IDLE_SPIN,
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! [`Runtime`]: the handle that owns a runtime, and the global runtime.
+
+use std::future::{Future as StdFuture, IntoFuture};
+use std::io;
+use std::sync::OnceLock;
+
+use super::{Builder, Metrics, Shared, block_on, inject, worker};
+use crate::future::Future;
+
+/// A pool of worker threads running tasks, futures, and blocking jobs.
+///
+/// The free functions ([`spawn`](crate::spawn), [`spawn_fn`](crate::spawn_fn), ...) use the
+/// runtime of the current worker thread, or else a global runtime started on first use with
+/// one worker per CPU. Build one explicitly to choose its size:
+///
+/// ```
+/// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+/// let f = rt.spawn(async { 40 + 2 });
+/// assert_eq!(rt.block_on(f), Ok(42));
+/// ```
+///
+/// Dropping a runtime stops its threads after the tasks they are running return; tasks still
+/// queued are cancelled (their futures fail with [`Failure::Cancelled`](crate::Failure)).
+pub struct Runtime {
+    pub(super) shared: &'static Shared,
+    pub(super) owned: bool,
+}
+
+impl Runtime {
+    /// A builder with default settings.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A runtime with default settings (one worker per CPU).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::new().unwrap();
+    /// assert!(rt.workers() >= 1);
+    /// ```
+    pub fn new() -> io::Result<Runtime> {
+        Builder::default().build()
+    }
+
+    /// Spawns an async task; its output completes the returned future.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.spawn(async { 7 }).wait(), Ok(7));
+    /// ```
+    pub fn spawn<F>(&self, fut: F) -> Future<F::Output>
+    where
+        F: StdFuture + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        inject::spawn_on(self.shared, fut)
+    }
+
+    /// Runs a closure as a task (Scala's `Future { ... }`).
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.spawn_fn(|| "done").wait(), Ok("done"));
+    /// ```
+    pub fn spawn_fn<F, T>(&self, f: F) -> Future<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        inject::spawn_fn_on(self.shared, f)
+    }
+
+    /// Runs a closure that may block for long (file I/O, a C library) on the runtime's
+    /// blocking pool, away from the workers.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// let f = rt.spawn_blocking(|| std::fs::metadata(".").is_ok());
+    /// assert_eq!(f.wait(), Ok(true));
+    /// ```
+    pub fn spawn_blocking<F, T>(&self, f: F) -> Future<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + Sync + 'static,
+    {
+        self.shared.blocking.spawn(self.shared, f)
+    }
+
+    /// Runs `f` on one of this runtime's workers and returns its result, blocking the caller
+    /// until it is done (rayon's `ThreadPool::install`). Inside `f`, [`join`](crate::join)
+    /// and the free spawning functions use this runtime. Called on one of this runtime's
+    /// workers, it just calls `f`. A panic in `f` is resumed in the caller.
+    ///
+    /// If the runtime is shut down before a worker picks `f` up, `f` runs on the caller.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+    /// let v = vec![1, 2, 3, 4];
+    /// let sum = rt.install(|| {
+    ///     let (a, b) = ito::join(|| v[..2].iter().sum::<i32>(), || v[2..].iter().sum::<i32>());
+    ///     a + b
+    /// });
+    /// assert_eq!(sum, 10);
+    /// ```
+    pub fn install<F, R>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        crate::join::install_on(self.shared, f)
+    }
+
+    /// [`join`](crate::join) on this runtime: runs `a` and `b`, potentially in parallel, on
+    /// its workers, and returns both results.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.join(|| 1, || 2), (1, 2));
+    /// ```
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        self.install(move || crate::join(a, b))
+    }
+
+    /// Runs a future to completion on the current thread; tasks it spawns go to this runtime.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// let v = rt.block_on(async { ito::spawn_fn(|| 5).await });
+    /// assert_eq!(v, Ok(5));
+    /// ```
+    pub fn block_on<F: IntoFuture>(&self, fut: F) -> F::Output {
+        let _enter = worker::enter(self.shared);
+        block_on::block_on(fut)
+    }
+
+    /// The number of worker threads.
+    ///
+    /// ```
+    /// assert_eq!(ito::Runtime::builder().workers(2).build().unwrap().workers(), 2);
+    /// ```
+    pub fn workers(&self) -> usize {
+        self.shared.sleep.workers()
+    }
+
+    /// A snapshot of the runtime's counters.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// rt.spawn_fn(|| ()).wait().unwrap();
+    /// assert!(rt.metrics().spawned >= 1);
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        self.shared.metrics()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if self.owned {
+            self.shared.shutdown();
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.shared.sleep.workers())
+            .finish()
+    }
+}
+/// The runtime tasks spawned here go to: this worker's, or the entered one, or the global.
+#[inline]
+pub(crate) fn current() -> &'static Shared {
+    worker::current_shared().unwrap_or_else(global)
+}
+
+static GLOBAL: OnceLock<Runtime> = OnceLock::new();
+
+/// The global runtime, started on first use.
+pub(crate) fn global() -> &'static Shared {
+    GLOBAL
+        .get_or_init(|| {
+            let mut rt = Builder::default()
+                .thread_name("ito-global")
+                .build()
+                .expect("ito: cannot start the global runtime's threads");
+            rt.owned = false;
+            rt
+        })
+        .shared
+}
+
+/// The runtime tasks spawned here go to, if it is already running: [`current`] without
+/// starting the global runtime.
+pub(crate) fn current_if_started() -> Option<&'static Shared> {
+    worker::current_shared().or_else(|| GLOBAL.get().map(|rt| rt.shared))
+}

@@ -114,7 +114,7 @@
 //!
 //! **Processes.** [`process`] is Erlang's process model: [`process::spawn`] a body that
 //! receives from its own mailbox, address it with a [`process::Pid`], link, monitor and
-//! supervise processes. A waiting process costs about 200 bytes.
+//! supervise processes. A waiting process costs about 120 bytes.
 //!
 //! ```
 //! use ito::process::{self, Mailbox};
@@ -143,14 +143,56 @@
 //!
 //! ## Where to read more
 //!
-//! - `docs/scheduler.md`: the scheduler, the sleep protocol, and why `wait()` cannot deadlock.
-//! - `docs/join.md`: fork-join, and why its waits cannot deadlock either.
-//! - `docs/stm.md`: the STM (TL2), why it is opaque, and futures as transactional cells.
-//! - `docs/structured.md`: task cancellation and scopes.
-//! - `docs/sync.md`: [`sync`] and [`channel`]: one wait list, fairness, cancel safety, the
-//!   rendezvous, and the [`sync::Pool`].
-//! - `docs/process.md`: processes: the mailbox's state machine, links, monitors, supervisors.
-//! - [`future`]: every combinator and the collection functions.
+//! The design notes are part of these docs, under [`design`]:
+//! [the scheduler](design::scheduler) (the sleep protocol, and why `wait()` cannot deadlock),
+//! [fork-join](design::join), [the STM](design::stm), [cancellation and
+//! scopes](design::structured), [`sync` and `channel`](design::sync),
+//! [processes](design::process) and [`ito-find`](design::find). [`future`] lists every
+//! combinator and the collection functions.
+//!
+//! ## Internals
+//!
+//! Where each concept lives, for a reader of the source:
+//!
+//! | concept | where |
+//! |---|---|
+//! | a task: one allocation of header, completion cell and body; its state word | `task/mod.rs`, `task/state.rs` |
+//! | task memory (size classes, per-thread magazines) | `task/slab.rs` |
+//! | what a task needs from a scheduler | `task::Schedule`, implemented in `runtime/inject.rs` |
+//! | the completion cell behind every [`Future`]: one result, a lock-free waiter list | `future/cell.rs` (`CompletionCell`, `CellWaiter`) |
+//! | combinators, promises, collections | `future/` |
+//! | the runtime: builder, handle, queues, workers, threads, shutdown, metrics | `runtime/` (its module docs have a table) |
+//! | parking: searching, sleeping, waking, outside threads, the spin policy | `runtime/park/` (`README.md` there has the protocol) |
+//! | a blocking wait: help with the awaited task, else block and compensate | `runtime/block_until.rs` |
+//! | fork-join: the join stack, the shelf, the latch | `join/` |
+//! | cancellation of tasks | `task/cancel.rs` |
+//! | scopes, `race`, `TaskSet`, `CancellationToken` | `scope/` |
+//! | semaphores, locks, latches, pools; one wait list | `sync/` (`sync/wait_list.rs`) |
+//! | channels | `channel/` |
+//! | processes: the block, the mailbox, links, monitors, supervisors | `process/` |
+//! | STM: variables, the transaction log, commit, `retry` sleepers | `stm/` |
+//! | timers | `time/` |
+//! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |
+//!
+//! **A spawned task's path.** `ito::spawn_fn(f)` (`lib.rs`) enters the runtime once, the task
+//! module once and the future module once, in that order; everything else goes through a
+//! declared hook.
+//!
+//! 1. *spawn*: `runtime/inject.rs` `spawn_fn_on` asks `task/mod.rs` `new_fn` for the
+//!    allocation (header, cell, body; a call that returns), then `Shared::push_new` queues the
+//!    `TaskRef` on this worker's deque (`worker.rs` `push_spawned`) or the injector, and
+//!    `park/` `Sleep::notify` wakes a sleeper if needed.
+//! 2. *queue*: `runtime/worker.rs` `run_loop` takes it (`next_local`, or `steal_anywhere`),
+//!    and calls `TaskRef::run` (`task/mod.rs`).
+//! 3. *poll*: `task/mod.rs` wins `SCHEDULED → RUNNING` (`task/state.rs`), runs the body
+//!    (`FnTask::poll`), and completes the outcome (`complete`), which is the cell's only
+//!    completer.
+//! 4. *cell*: `future/cell.rs` `CompletionCell::complete_claimed` publishes the result with one
+//!    release CAS and takes the waiter list.
+//! 5. *waiter*: each waiter's notify function runs. These are the hooks: a thread parked in
+//!    `runtime/block_until.rs` (`notify_thread` unparks it), an async waiter's `Waker` (for a
+//!    task: `task/waker.rs` wakes it, which calls `Schedule::schedule` on its runtime,
+//!    `runtime/inject.rs`), or a combinator's callback (`future/`).
 
 #![warn(missing_docs)]
 
@@ -169,6 +211,25 @@ mod time;
 
 #[cfg(all(test, loom))]
 mod tests;
+
+/// ito's design notes, the files in the repository's `docs/`, rendered with the API docs so
+/// that `cargo doc` checks their links.
+pub mod design {
+    #[doc = include_str!("../../../docs/scheduler.md")]
+    pub mod scheduler {}
+    #[doc = include_str!("../../../docs/join.md")]
+    pub mod join {}
+    #[doc = include_str!("../../../docs/stm.md")]
+    pub mod stm {}
+    #[doc = include_str!("../../../docs/structured.md")]
+    pub mod structured {}
+    #[doc = include_str!("../../../docs/sync.md")]
+    pub mod sync {}
+    #[doc = include_str!("../../../docs/process.md")]
+    pub mod process {}
+    #[doc = include_str!("../../../docs/find.md")]
+    pub mod find {}
+}
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,7 +1,7 @@
 //! The completion cell: one result, written once, read by many, with a lock-free waiter list.
 //!
 //! Every [`Future`](crate::Future) is a counted handle on a cell. A cell lives in its own
-//! allocation (promises, combinators) or inside a task's allocation (`task::raw`), which is
+//! allocation (promises, combinators) or inside a task's allocation (`task/mod.rs`), which is
 //! why it is reached through a [`CellHeader`] with a vtable.
 //!
 //! # The state word
@@ -19,7 +19,7 @@
 //! - `LOCKED`: a thread is editing the list in place (unlinking a waiter whose wait ended
 //!   early, or swapping the waker of an async waiter). Every writer of the word spins while it
 //!   is set; readers do not care. It is held for a handful of instructions.
-//! - pointer: a Treiber stack of [`Waiter`] nodes, newest first, linked through `next`.
+//! - pointer: a Treiber stack of [`CellWaiter`] nodes, newest first, linked through `next`.
 //!
 //! # Who touches what
 //!
@@ -74,12 +74,12 @@ pub(crate) struct CellVTable {
 
 /// A cell holding a `Result<T, Failure>` once complete.
 #[repr(C)]
-pub(crate) struct Inner<T> {
+pub(crate) struct CompletionCell<T> {
     pub(crate) header: CellHeader,
     value: UnsafeCell<MaybeUninit<Result<T, Failure>>>,
 }
 
-/// What [`Waiter::call`] is asked to do.
+/// What [`CellWaiter::call`] is asked to do.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Action {
     /// The cell completed: react, then never touch the node's shared parts again.
@@ -89,31 +89,31 @@ pub(crate) enum Action {
 }
 
 /// An intrusive list node. Embedded first in every kind of waiter (`repr(C)`), so a
-/// `NonNull<Waiter>` can be cast back by the `call` function that knows the kind.
+/// `NonNull<CellWaiter>` can be cast back by the `call` function that knows the kind.
 #[repr(C, align(8))]
-pub(crate) struct Waiter {
-    next: UnsafeCell<*const Waiter>,
-    call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action),
+pub(crate) struct CellWaiter {
+    next: UnsafeCell<*const CellWaiter>,
+    call: unsafe fn(NonNull<CellWaiter>, NonNull<CellHeader>, Action),
     /// Owned by a waiting thread or `.await` (released first on completion), not a callback.
     owner: bool,
 }
 
-// SAFETY: a `Waiter` is only reached through the cell's list protocol (module docs), which
+// SAFETY: a `CellWaiter` is only reached through the cell's list protocol (module docs), which
 // orders every access to `next` with the state word's acquire/release operations.
-unsafe impl Send for Waiter {}
+unsafe impl Send for CellWaiter {}
 // SAFETY: as above.
-unsafe impl Sync for Waiter {}
+unsafe impl Sync for CellWaiter {}
 
-impl Waiter {
+impl CellWaiter {
     /// The function this node is called with.
-    pub(crate) fn call_fn(&self) -> unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action) {
+    pub(crate) fn call_fn(&self) -> unsafe fn(NonNull<CellWaiter>, NonNull<CellHeader>, Action) {
         self.call
     }
 
     /// A callback node that will be handed to `call` when the cell completes (or is
     /// destroyed).
-    pub(crate) fn new(call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action)) -> Self {
-        Waiter {
+    pub(crate) fn new(call: unsafe fn(NonNull<CellWaiter>, NonNull<CellHeader>, Action)) -> Self {
+        CellWaiter {
             next: UnsafeCell::new(ptr::null()),
             call,
             owner: false,
@@ -122,8 +122,10 @@ impl Waiter {
 
     /// A node owned by a waiter (a parked thread, an `.await`): on completion `call` must
     /// release the node and wake its owner without running user callbacks.
-    pub(crate) fn new_owner(call: unsafe fn(NonNull<Waiter>, NonNull<CellHeader>, Action)) -> Self {
-        Waiter {
+    pub(crate) fn new_owner(
+        call: unsafe fn(NonNull<CellWaiter>, NonNull<CellHeader>, Action),
+    ) -> Self {
+        CellWaiter {
             next: UnsafeCell::new(ptr::null()),
             call,
             owner: true,
@@ -162,9 +164,9 @@ impl ListGuard<'_> {
     ///
     /// # Safety
     /// `node` must have been pushed on this cell by the caller and not unlinked since.
-    pub(crate) unsafe fn unlink(&mut self, node: NonNull<Waiter>) -> bool {
-        let target = node.as_ptr() as *const Waiter;
-        let head = (self.state & PTR_MASK) as *const Waiter;
+    pub(crate) unsafe fn unlink(&mut self, node: NonNull<CellWaiter>) -> bool {
+        let target = node.as_ptr() as *const CellWaiter;
+        let head = (self.state & PTR_MASK) as *const CellWaiter;
         if head == target {
             // SAFETY: the caller's node is live (it owns it); we hold the lock, so nobody else
             // edits `next` fields.
@@ -315,7 +317,7 @@ impl CellHeader {
     /// # Safety
     /// `node` must stay valid until it is unlinked or its `call` runs, and must not be in any
     /// list.
-    pub(crate) unsafe fn push(&self, node: NonNull<Waiter>) -> bool {
+    pub(crate) unsafe fn push(&self, node: NonNull<CellWaiter>) -> bool {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             if s & COMPLETE != 0 {
@@ -330,7 +332,7 @@ impl CellHeader {
             unsafe {
                 node.as_ref()
                     .next
-                    .with_mut(|p| *p = (s & PTR_MASK) as *const Waiter)
+                    .with_mut(|p| *p = (s & PTR_MASK) as *const CellWaiter)
             };
             let new = node.as_ptr() as usize | (s & COMPLETING);
             match self
@@ -443,7 +445,7 @@ impl CellHeader {
     /// The caller is the cell's only completer (it won [`try_claim`](Self::try_claim), or the
     /// cell belongs to a task and the caller is that task) and has written the value.
     #[inline]
-    pub(crate) unsafe fn publish(&self) -> *const Waiter {
+    pub(crate) unsafe fn publish(&self) -> *const CellWaiter {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             debug_assert!(s & COMPLETE == 0, "a cell completed twice");
@@ -456,7 +458,7 @@ impl CellHeader {
                 .state
                 .compare_exchange_weak(s, COMPLETE, Ordering::AcqRel, Ordering::Relaxed)
             {
-                Ok(_) => return (s & PTR_MASK) as *const Waiter,
+                Ok(_) => return (s & PTR_MASK) as *const CellWaiter,
                 Err(actual) => s = actual,
             }
         }
@@ -519,10 +521,10 @@ pub(crate) unsafe fn contain_destroy<P>(destroy: unsafe fn(NonNull<P>), this: No
 /// call (the caller holds a reference).
 pub(crate) unsafe fn release_owners(
     cell: NonNull<CellHeader>,
-    list: *const Waiter,
-) -> *const Waiter {
+    list: *const CellWaiter,
+) -> *const CellWaiter {
     // Reverse the stack into registration order.
-    let mut rev: *const Waiter = ptr::null();
+    let mut rev: *const CellWaiter = ptr::null();
     let mut cur = list;
     while !cur.is_null() {
         // SAFETY: the completer owns every node of the taken list until it calls it.
@@ -533,14 +535,14 @@ pub(crate) unsafe fn release_owners(
         cur = next;
     }
     // Notify owners; relink callbacks, in order, into a new list.
-    let mut head: *const Waiter = ptr::null();
-    let mut tail: *const Waiter = ptr::null();
+    let mut head: *const CellWaiter = ptr::null();
+    let mut tail: *const CellWaiter = ptr::null();
     let mut cur = rev;
     while !cur.is_null() {
         // SAFETY: as above; read `next` before `call`, which may free the node.
         let (next, call, owner) = unsafe { ((*cur).next.with(|p| *p), (*cur).call, (*cur).owner) };
         if owner {
-            let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
+            let node = NonNull::new(cur as *mut CellWaiter).expect("non-null list node");
             // SAFETY: the node was registered on `cell` and is called exactly once, here.
             let r = catch_unwind(AssertUnwindSafe(|| unsafe {
                 call(node, cell, Action::Notify)
@@ -570,12 +572,12 @@ pub(crate) unsafe fn release_owners(
 /// # Safety
 /// `list` came from `release_owners` on `cell`, which is complete and stays alive during the
 /// call (the caller holds a reference).
-pub(crate) unsafe fn run_callbacks(cell: NonNull<CellHeader>, list: *const Waiter) {
+pub(crate) unsafe fn run_callbacks(cell: NonNull<CellHeader>, list: *const CellWaiter) {
     let mut cur = list;
     while !cur.is_null() {
         // SAFETY: the caller owns the nodes; read `next` before `call`, which frees the node.
         let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
-        let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
+        let node = NonNull::new(cur as *mut CellWaiter).expect("non-null list node");
         // SAFETY: the node was registered on `cell` and is called exactly once, here.
         let r = catch_unwind(AssertUnwindSafe(|| unsafe {
             call(node, cell, Action::Notify)
@@ -597,11 +599,11 @@ pub(crate) unsafe fn discard_all(cell: NonNull<CellHeader>) {
     if s & COMPLETE != 0 {
         return;
     }
-    let mut cur = (s & PTR_MASK) as *const Waiter;
+    let mut cur = (s & PTR_MASK) as *const CellWaiter;
     while !cur.is_null() {
         // SAFETY: nodes still listed are owned by the list; nobody else can reach them now.
         let (next, call) = unsafe { ((*cur).next.with(|p| *p), (*cur).call) };
-        let node = NonNull::new(cur as *mut Waiter).expect("non-null list node");
+        let node = NonNull::new(cur as *mut CellWaiter).expect("non-null list node");
         // SAFETY: each node is discarded exactly once, here. A panicking drop inside must not
         // keep the remaining nodes from being discarded.
         let r = catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -614,10 +616,10 @@ pub(crate) unsafe fn discard_all(cell: NonNull<CellHeader>) {
     }
 }
 
-impl<T> Inner<T> {
+impl<T> CompletionCell<T> {
     /// An empty cell.
     pub(crate) fn new(refs: usize, vtable: &'static CellVTable) -> Self {
-        Inner {
+        CompletionCell {
             header: CellHeader::new(refs, vtable),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
@@ -629,7 +631,7 @@ impl<T> Inner<T> {
         vtable: &'static CellVTable,
         v: Result<T, Failure>,
     ) -> Self {
-        Inner {
+        CompletionCell {
             header: CellHeader::new_complete(refs, vtable),
             value: UnsafeCell::new(MaybeUninit::new(v)),
         }
@@ -698,7 +700,7 @@ impl<T> Inner<T> {
     /// # Safety
     /// As [`complete_claimed`](Self::complete_claimed).
     #[inline]
-    pub(crate) unsafe fn publish_claimed(&self, v: Result<T, Failure>) -> *const Waiter {
+    pub(crate) unsafe fn publish_claimed(&self, v: Result<T, Failure>) -> *const CellWaiter {
         // SAFETY: the only completer writes once; readers wait for COMPLETE.
         self.value.with_mut(|p| unsafe { (*p).write(v) });
         // SAFETY: value written; we are the only completer.
@@ -724,12 +726,12 @@ impl<T> Inner<T> {
 /// callback and combinator.
 #[repr(C)]
 struct Callback<T, F> {
-    waiter: Waiter,
+    waiter: CellWaiter,
     f: ManuallyDrop<F>,
     _t: PhantomData<fn(&T)>,
 }
 
-unsafe fn call_callback<T, F>(node: NonNull<Waiter>, cell: NonNull<CellHeader>, action: Action)
+unsafe fn call_callback<T, F>(node: NonNull<CellWaiter>, cell: NonNull<CellHeader>, action: Action)
 where
     F: FnOnce(&Result<T, Failure>),
 {
@@ -740,14 +742,14 @@ where
     let f = unsafe { ManuallyDrop::take(&mut b.f) };
     drop(b);
     if action == Action::Notify {
-        // SAFETY: the cell is an `Inner<T>` (the callback was registered through one) and is
+        // SAFETY: the cell is a `CompletionCell<T>` (the callback was registered through one) and is
         // complete.
-        let v = unsafe { cell.cast::<Inner<T>>().as_ref().value_unchecked() };
+        let v = unsafe { cell.cast::<CompletionCell<T>>().as_ref().value_unchecked() };
         f(v);
     }
 }
 
-impl<T> Inner<T> {
+impl<T> CompletionCell<T> {
     /// Runs `f` on the value once the cell completes: now, on this thread, if it already has;
     /// otherwise on the completing thread (see `notify::dispatch`). If the cell is destroyed
     /// without completing, `f` is dropped without being called.
@@ -760,11 +762,11 @@ impl<T> Inner<T> {
             return;
         }
         let node = Box::new(Callback::<T, F> {
-            waiter: Waiter::new(call_callback::<T, F>),
+            waiter: CellWaiter::new(call_callback::<T, F>),
             f: ManuallyDrop::new(f),
             _t: PhantomData,
         });
-        let node = NonNull::from(Box::leak(node)).cast::<Waiter>();
+        let node = NonNull::from(Box::leak(node)).cast::<CellWaiter>();
         // SAFETY: a fresh heap node, valid until called or discarded.
         if !unsafe { self.header.push(node) } {
             // Completed meanwhile: run it ourselves.

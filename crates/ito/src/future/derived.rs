@@ -4,7 +4,7 @@
 //! ```text
 //! Map<T, U, F>          Flat<T, U, F>           Zip<T, U, R, F>
 //! ┌──────────────┐      ┌──────────────┐        ┌──────────────┐
-//! │ out: Inner<U>│ ◄─ Future<U> handles ─►      │ out: Inner<R>│
+//! │ out: CompletionCell<U>│ ◄─ Future<U> handles ─►      │ out: CompletionCell<R>│
 //! │ node         │ ─ on source                  │ node_a, node_b ─ on each source
 //! │ f            │      │ node1 → node2│ ─ on source, then on the future f returned
 //! └──────────────┘      └──────────────┘        │ remaining, a, b, f
@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
 use super::Future;
-use super::cell::{Action, CellHeader, CellVTable, HANDLE, Inner, Waiter};
+use super::cell::{Action, CellHeader, CellVTable, CellWaiter, CompletionCell, HANDLE};
 use crate::Failure;
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
 
@@ -36,8 +36,8 @@ pub(super) fn guard<R>(f: impl FnOnce() -> R) -> Result<R, Failure> {
     catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic)
 }
 
-/// The vtable of a combinator cell `C` whose first field is its output cell `Inner<U>` (every
-/// `C` here is `repr(C)` with `out: Inner<U>` first, and allocated by `Box`).
+/// The vtable of a combinator cell `C` whose first field is its output cell `CompletionCell<U>` (every
+/// `C` here is `repr(C)` with `out: CompletionCell<U>` first, and allocated by `Box`).
 struct Destroy<C, U>(PhantomData<(C, U)>);
 
 impl<C, U> Destroy<C, U> {
@@ -47,11 +47,11 @@ impl<C, U> Destroy<C, U> {
     };
 
     unsafe fn destroy(cell: NonNull<CellHeader>) {
-        // SAFETY: cells with this vtable are `C`s made by `Box::new`, with `out: Inner<U>` at
-        // offset 0; this is the last reference, so access is exclusive. `Inner` has no drop glue
+        // SAFETY: cells with this vtable are `C`s made by `Box::new`, with `out: CompletionCell<U>` at
+        // offset 0; this is the last reference, so access is exclusive. `CompletionCell` has no drop glue
         // of its own, so dropping the box afterwards does not touch the value again.
         unsafe {
-            (*cell.cast::<Inner<U>>().as_ptr()).drop_contents();
+            (*cell.cast::<CompletionCell<U>>().as_ptr()).drop_contents();
             drop(Box::from_raw(cell.cast::<C>().as_ptr()));
         }
     }
@@ -72,10 +72,10 @@ fn drop_guarded<F>(f: F) {
 /// # Safety
 /// The caller is `out`'s only completer and owns one reference on it.
 #[inline]
-unsafe fn finish<U>(out: NonNull<Inner<U>>, result: Result<U, Failure>) {
+unsafe fn finish<U>(out: NonNull<CompletionCell<U>>, result: Result<U, Failure>) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        Inner::complete_claimed(out, result);
+        CompletionCell::complete_claimed(out, result);
         CellHeader::dec_ref(out.cast());
     }
 }
@@ -85,15 +85,15 @@ unsafe fn finish<U>(out: NonNull<Inner<U>>, result: Result<U, Failure>) {
 /// # Safety
 /// `node` is the field at offset `off` of a live `C`.
 #[inline]
-unsafe fn container<C>(node: NonNull<Waiter>, off: usize) -> NonNull<C> {
+unsafe fn container<C>(node: NonNull<CellWaiter>, off: usize) -> NonNull<C> {
     // SAFETY: per the caller, stepping back `off` bytes stays inside the same allocation.
     unsafe { NonNull::new_unchecked(node.as_ptr().cast::<u8>().sub(off).cast::<C>()) }
 }
 
 /// Hands out the output handle of a fresh combinator cell `b` (`refs` already counts it).
 fn handle<C, U>(b: NonNull<C>) -> Future<U> {
-    // SAFETY: `C`'s first field is an `Inner<U>` (`repr(C)`); the caller counted this handle.
-    unsafe { Future::from_raw(b.cast::<Inner<U>>()) }
+    // SAFETY: `C`'s first field is a `CompletionCell<U>` (`repr(C)`); the caller counted this handle.
+    unsafe { Future::from_raw(b.cast::<CompletionCell<U>>()) }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -101,13 +101,13 @@ fn handle<C, U>(b: NonNull<C>) -> Future<U> {
 
 #[repr(C)]
 struct Map<T, U, F> {
-    out: Inner<U>,
-    node: Waiter,
+    out: CompletionCell<U>,
+    node: CellWaiter,
     f: UnsafeCell<ManuallyDrop<F>>,
     _src: PhantomData<fn(&T)>,
 }
 
-unsafe fn call_map<T, U, F>(node: NonNull<Waiter>, src: NonNull<CellHeader>, action: Action)
+unsafe fn call_map<T, U, F>(node: NonNull<CellWaiter>, src: NonNull<CellHeader>, action: Action)
 where
     F: FnOnce(&Result<T, Failure>) -> Result<U, Failure>,
 {
@@ -119,8 +119,8 @@ where
         .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
     let result = match action {
         Action::Notify => {
-            // SAFETY: notified, so the source (an `Inner<T>`) is complete.
-            let v = unsafe { src.cast::<Inner<T>>().as_ref().value_unchecked() };
+            // SAFETY: notified, so the source (a `CompletionCell<T>`) is complete.
+            let v = unsafe { src.cast::<CompletionCell<T>>().as_ref().value_unchecked() };
             guard(move || f(v)).and_then(|r| r)
         }
         Action::Discard => {
@@ -129,7 +129,7 @@ where
         }
     };
     // SAFETY: the node is `out`'s only completer and holds a reference on it.
-    unsafe { finish(m.cast::<Inner<U>>(), result) };
+    unsafe { finish(m.cast::<CompletionCell<U>>(), result) };
 }
 
 /// A future completed with `f(&source's result)` when `src` completes.
@@ -143,8 +143,8 @@ where
         return Future::from_result(guard(move || f(r)).and_then(|r| r));
     }
     let b = NonNull::from(Box::leak(Box::new(Map::<T, U, F> {
-        out: Inner::new(HANDLE + 1, &Destroy::<Map<T, U, F>, U>::VTABLE),
-        node: Waiter::new(call_map::<T, U, F>),
+        out: CompletionCell::new(HANDLE + 1, &Destroy::<Map<T, U, F>, U>::VTABLE),
+        node: CellWaiter::new(call_map::<T, U, F>),
         f: UnsafeCell::new(ManuallyDrop::new(f)),
         _src: PhantomData,
     })));
@@ -157,7 +157,7 @@ where
 
 /// Pushes `node` on `src`, or calls it now if `src` already completed.
 #[inline]
-fn register(src: &CellHeader, node: NonNull<Waiter>) {
+fn register(src: &CellHeader, node: NonNull<CellWaiter>) {
     // SAFETY: the node stays valid until called (its combinator holds a reference for it).
     if !unsafe { src.push(node) } {
         // SAFETY: the push was refused because `src` is complete; the node is ours to call.
@@ -173,14 +173,14 @@ fn register(src: &CellHeader, node: NonNull<Waiter>) {
 
 #[repr(C)]
 struct Flat<T, U, F> {
-    out: Inner<U>,
-    node1: Waiter,
-    node2: Waiter,
+    out: CompletionCell<U>,
+    node1: CellWaiter,
+    node2: CellWaiter,
     f: UnsafeCell<ManuallyDrop<F>>,
     _src: PhantomData<fn(&T)>,
 }
 
-unsafe fn call_flat1<T, U, F>(node: NonNull<Waiter>, src: NonNull<CellHeader>, action: Action)
+unsafe fn call_flat1<T, U, F>(node: NonNull<CellWaiter>, src: NonNull<CellHeader>, action: Action)
 where
     U: Clone,
     F: FnOnce(&Result<T, Failure>) -> Result<Future<U>, Failure>,
@@ -194,8 +194,8 @@ where
         .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
     let next = match action {
         Action::Notify => {
-            // SAFETY: notified, so the source (an `Inner<T>`) is complete.
-            let v = unsafe { src.cast::<Inner<T>>().as_ref().value_unchecked() };
+            // SAFETY: notified, so the source (a `CompletionCell<T>`) is complete.
+            let v = unsafe { src.cast::<CompletionCell<T>>().as_ref().value_unchecked() };
             guard(move || f(v)).and_then(|r| r)
         }
         Action::Discard => {
@@ -215,13 +215,13 @@ where
         Err(e) => {
             // SAFETY: node1 is `out`'s only completer (node2 never registered) and holds a
             // reference on it.
-            unsafe { finish(m.cast::<Inner<U>>(), Err(e)) };
+            unsafe { finish(m.cast::<CompletionCell<U>>(), Err(e)) };
         }
     }
 }
 
 unsafe fn call_flat2<T, U: Clone, F>(
-    node: NonNull<Waiter>,
+    node: NonNull<CellWaiter>,
     src: NonNull<CellHeader>,
     action: Action,
 ) {
@@ -230,14 +230,14 @@ unsafe fn call_flat2<T, U: Clone, F>(
     let m = unsafe { container::<Flat<T, U, F>>(node, off) };
     let result = match action {
         Action::Notify => {
-            // SAFETY: notified, so the inner future's cell (an `Inner<U>`) is complete.
-            let v = unsafe { src.cast::<Inner<U>>().as_ref().value_unchecked() };
+            // SAFETY: notified, so the inner future's cell (a `CompletionCell<U>`) is complete.
+            let v = unsafe { src.cast::<CompletionCell<U>>().as_ref().value_unchecked() };
             guard(|| v.clone()).and_then(|r| r)
         }
         Action::Discard => Err(Failure::BrokenPromise),
     };
     // SAFETY: node2 is `out`'s only completer and holds the reference node1 passed on.
-    unsafe { finish(m.cast::<Inner<U>>(), result) };
+    unsafe { finish(m.cast::<CompletionCell<U>>(), result) };
 }
 
 /// A future completed with the result of the future that `f(&source's result)` returns.
@@ -248,9 +248,9 @@ where
     F: FnOnce(&Result<T, Failure>) -> Result<Future<U>, Failure> + Send + 'static,
 {
     let b = NonNull::from(Box::leak(Box::new(Flat::<T, U, F> {
-        out: Inner::new(HANDLE + 1, &Destroy::<Flat<T, U, F>, U>::VTABLE),
-        node1: Waiter::new(call_flat1::<T, U, F>),
-        node2: Waiter::new(call_flat2::<T, U, F>),
+        out: CompletionCell::new(HANDLE + 1, &Destroy::<Flat<T, U, F>, U>::VTABLE),
+        node1: CellWaiter::new(call_flat1::<T, U, F>),
+        node2: CellWaiter::new(call_flat2::<T, U, F>),
         f: UnsafeCell::new(ManuallyDrop::new(f)),
         _src: PhantomData,
     })));
@@ -266,9 +266,9 @@ where
 
 #[repr(C)]
 struct Zip<T, U, R, F> {
-    out: Inner<R>,
-    node_a: Waiter,
-    node_b: Waiter,
+    out: CompletionCell<R>,
+    node_a: CellWaiter,
+    node_b: CellWaiter,
     /// Successful arrivals still missing. The arrival that takes it to 0 reads both slots.
     remaining: AtomicUsize,
     /// Written only by `node_a`'s call, before its release decrement.
@@ -296,7 +296,7 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
             // SAFETY: `out` is the first field of the `repr(C)` `Zip`, and `this` is a raw
             // pointer into the live allocation (from the node's `container`), with its
             // provenance, as `try_complete` requires.
-            let _ = unsafe { Inner::try_complete(this.cast::<Inner<R>>(), r) };
+            let _ = unsafe { CompletionCell::try_complete(this.cast::<CompletionCell<R>>(), r) };
         };
         match r {
             Some(Ok(v)) => {
@@ -339,7 +339,7 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
     }
 }
 
-/// One side's node was called: find the `Zip`, read that side's source (an `Inner<V>`) and
+/// One side's node was called: find the `Zip`, read that side's source (a `CompletionCell<V>`) and
 /// arrive with it.
 ///
 /// # Safety
@@ -347,7 +347,7 @@ impl<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R> Zip<T, U, R, F> {
 /// side's source cell; `slot` writes only that side's slot.
 #[inline]
 unsafe fn zip_side<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R, V: Clone>(
-    node: NonNull<Waiter>,
+    node: NonNull<CellWaiter>,
     src: NonNull<CellHeader>,
     action: Action,
     off: usize,
@@ -355,15 +355,15 @@ unsafe fn zip_side<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R, V: Clone>(
 ) {
     // SAFETY: per the caller, the node lives at `off` in a live `Zip`.
     let z = unsafe { container::<Zip<T, U, R, F>>(node, off) };
-    // SAFETY: notified means the source (an `Inner<V>`) is complete.
+    // SAFETY: notified means the source (a `CompletionCell<V>`) is complete.
     let r = (action == Action::Notify)
-        .then(|| unsafe { src.cast::<Inner<V>>().as_ref().value_unchecked() });
+        .then(|| unsafe { src.cast::<CompletionCell<V>>().as_ref().value_unchecked() });
     // SAFETY: this side's one call, holding its reference on `out`.
     unsafe { Zip::arrive(z, r, slot) };
 }
 
 unsafe fn call_zip_a<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
-    node: NonNull<Waiter>,
+    node: NonNull<CellWaiter>,
     src: NonNull<CellHeader>,
     action: Action,
 ) {
@@ -377,7 +377,7 @@ unsafe fn call_zip_a<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
 }
 
 unsafe fn call_zip_b<T: Clone, U: Clone, R, F: FnOnce(T, U) -> R>(
-    node: NonNull<Waiter>,
+    node: NonNull<CellWaiter>,
     src: NonNull<CellHeader>,
     action: Action,
 ) {
@@ -399,9 +399,9 @@ where
     F: FnOnce(T, U) -> R + Send + 'static,
 {
     let z = NonNull::from(Box::leak(Box::new(Zip::<T, U, R, F> {
-        out: Inner::new(HANDLE + 2, &Destroy::<Zip<T, U, R, F>, R>::VTABLE),
-        node_a: Waiter::new(call_zip_a::<T, U, R, F>),
-        node_b: Waiter::new(call_zip_b::<T, U, R, F>),
+        out: CompletionCell::new(HANDLE + 2, &Destroy::<Zip<T, U, R, F>, R>::VTABLE),
+        node_a: CellWaiter::new(call_zip_a::<T, U, R, F>),
+        node_b: CellWaiter::new(call_zip_b::<T, U, R, F>),
         remaining: AtomicUsize::new(2),
         a: UnsafeCell::new(None),
         b: UnsafeCell::new(None),

@@ -37,7 +37,7 @@ pub use wait::{Wait, WaitRef};
 
 use crate::Failure;
 use crate::runtime::block_until::Woken;
-use cell::{CellHeader, Inner};
+use cell::{CellHeader, CompletionCell};
 
 /// A handle on a result that will be available later: `Result<T, Failure>`.
 ///
@@ -51,8 +51,8 @@ use cell::{CellHeader, Inner};
 /// assert_eq!(ito::block_on(g), Ok(43));
 /// ```
 pub struct Future<T> {
-    ptr: NonNull<Inner<T>>,
-    _marker: PhantomData<Inner<T>>,
+    ptr: NonNull<CompletionCell<T>>,
+    _marker: PhantomData<CompletionCell<T>>,
 }
 
 // SAFETY: the cell is shared between threads: the value is written once (needs `T: Send`)
@@ -65,9 +65,9 @@ impl<T> Future<T> {
     /// Wraps a pointer that carries one handle reference ([`cell::HANDLE`]).
     ///
     /// # Safety
-    /// `ptr` points to a live `Inner<T>` and the caller gives its handle reference to it.
+    /// `ptr` points to a live `CompletionCell<T>` and the caller gives its handle reference to it.
     #[inline]
-    pub(crate) unsafe fn from_raw(ptr: NonNull<Inner<T>>) -> Self {
+    pub(crate) unsafe fn from_raw(ptr: NonNull<CompletionCell<T>>) -> Self {
         Future {
             ptr,
             _marker: PhantomData,
@@ -75,7 +75,7 @@ impl<T> Future<T> {
     }
 
     #[inline]
-    pub(crate) fn inner(&self) -> &Inner<T> {
+    pub(crate) fn inner(&self) -> &CompletionCell<T> {
         // SAFETY: the handle owns a reference, so the cell is live.
         unsafe { self.ptr.as_ref() }
     }

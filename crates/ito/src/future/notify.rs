@@ -12,7 +12,7 @@
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use super::cell::{CellHeader, Waiter, release_owners, run_callbacks};
+use super::cell::{CellHeader, CellWaiter, release_owners, run_callbacks};
 
 /// Nested callback dispatches allowed on one thread's stack before deferring to a task.
 pub(crate) const MAX_INLINE_DEPTH: u32 = 48;
@@ -23,7 +23,7 @@ thread_local! {
 
 /// Callback nodes handed to a task. Whoever drops it runs them (the task when it runs, or the
 /// runtime cancelling the task at shutdown), so they are never lost.
-struct Deferred(NonNull<CellHeader>, *const Waiter);
+struct Deferred(NonNull<CellHeader>, *const CellWaiter);
 // SAFETY: the list and the cell reference are owned by this value alone.
 unsafe impl Send for Deferred {}
 
@@ -44,7 +44,7 @@ impl Drop for Deferred {
 /// # Safety
 /// `list` was taken from `cell` by `publish`, and the caller holds a reference to `cell` for
 /// the duration of the call.
-pub(crate) unsafe fn dispatch(cell: NonNull<CellHeader>, list: *const Waiter) {
+pub(crate) unsafe fn dispatch(cell: NonNull<CellHeader>, list: *const CellWaiter) {
     // Off the workers, the tasks woken here are pushed together (`runtime::wake_batch`).
     let batch = if crate::runtime::worker::current_ctx().is_none() {
         crate::runtime::wake_batch::open()
@@ -75,7 +75,7 @@ pub(crate) unsafe fn dispatch(cell: NonNull<CellHeader>, list: *const Waiter) {
 }
 
 #[cold]
-fn defer(cell: NonNull<CellHeader>, callbacks: *const Waiter) {
+fn defer(cell: NonNull<CellHeader>, callbacks: *const CellWaiter) {
     // SAFETY: the caller of `dispatch` holds a reference; this one is the task's.
     unsafe { cell.as_ref() }.inc_ref();
     let job = Deferred(cell, callbacks);

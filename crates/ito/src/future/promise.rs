@@ -5,14 +5,14 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use super::Future;
-use super::cell::{CellHeader, CellVTable, HANDLE, Inner};
+use super::cell::{CellHeader, CellVTable, CompletionCell, HANDLE};
 use crate::Failure;
 use crate::loom::{AtomicUsize, Ordering};
 
 /// A cell in its own allocation: promises, combinators, constant futures.
 #[repr(C)]
 pub(crate) struct PromiseCell<T> {
-    inner: Inner<T>,
+    inner: CompletionCell<T>,
     /// Live `Promise` handles. When it drops to 0 uncompleted, the cell breaks.
     writers: AtomicUsize,
 }
@@ -41,7 +41,7 @@ fn alloc<T>(cell: PromiseCell<T>) -> NonNull<PromiseCell<T>> {
 /// A future that is complete from the start.
 pub(crate) fn completed<T>(v: Result<T, Failure>) -> Future<T> {
     let p = alloc(PromiseCell {
-        inner: Inner::new_complete(HANDLE, &VTable::<T>::VTABLE, v),
+        inner: CompletionCell::new_complete(HANDLE, &VTable::<T>::VTABLE, v),
         writers: AtomicUsize::new(0),
     });
     // SAFETY: a fresh cell with one reference, given to the handle.
@@ -51,7 +51,7 @@ pub(crate) fn completed<T>(v: Result<T, Failure>) -> Future<T> {
 /// A future that nothing can complete.
 pub(crate) fn never<T>() -> Future<T> {
     let p = alloc(PromiseCell {
-        inner: Inner::<T>::new(HANDLE, &VTable::<T>::VTABLE),
+        inner: CompletionCell::<T>::new(HANDLE, &VTable::<T>::VTABLE),
         writers: AtomicUsize::new(0),
     });
     // SAFETY: a fresh cell with one reference, given to the handle.
@@ -120,7 +120,7 @@ impl<T> Promise<T> {
     /// ```
     pub fn new() -> Self {
         let ptr = alloc(PromiseCell {
-            inner: Inner::new(1, &VTable::<T>::VTABLE),
+            inner: CompletionCell::new(1, &VTable::<T>::VTABLE),
             writers: AtomicUsize::new(1),
         });
         Promise {
@@ -136,7 +136,7 @@ impl<T> Promise<T> {
     }
 
     #[inline]
-    pub(crate) fn inner(&self) -> &Inner<T> {
+    pub(crate) fn inner(&self) -> &CompletionCell<T> {
         &self.cell().inner
     }
 
@@ -145,7 +145,7 @@ impl<T> Promise<T> {
     fn complete_cell(&self, v: Result<T, Failure>) -> Result<(), Result<T, Failure>> {
         // SAFETY: the handle keeps the cell alive; `ptr` came from the allocation itself, and
         // `inner` is the first field of the `repr(C)` `PromiseCell`.
-        unsafe { Inner::try_complete(self.ptr.cast(), v) }
+        unsafe { CompletionCell::try_complete(self.ptr.cast(), v) }
     }
 
     /// The cell, as a raw pointer with the provenance of the whole allocation (see

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::Future;
-use super::cell::{Action, CellHeader, Inner, Locked, Waiter};
+use super::cell::{Action, CellHeader, CellWaiter, CompletionCell, Locked};
 use crate::Failure;
 use crate::loom::{AtomicBool, Ordering, UnsafeCell, spin_loop};
 
@@ -15,7 +15,7 @@ use crate::loom::{AtomicBool, Ordering, UnsafeCell, spin_loop};
 /// allocates nothing.
 #[repr(C)]
 struct AsyncNode {
-    waiter: Waiter,
+    waiter: CellWaiter,
     /// Written by the poller before the node is pushed, and afterwards only under the cell's
     /// list lock; taken by the completer after it took the list. The two never overlap: the
     /// lock cannot be taken once the cell is complete.
@@ -24,7 +24,7 @@ struct AsyncNode {
     done: AtomicBool,
 }
 
-unsafe fn notify_async(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, _action: Action) {
+unsafe fn notify_async(node: NonNull<CellWaiter>, _cell: NonNull<CellHeader>, _action: Action) {
     let node = node.cast::<AsyncNode>();
     // SAFETY: the node is live until `done` is set (its owner waits for `done` before freeing
     // it); the completer has exclusive access to `waker` now (see `AsyncNode::waker`).
@@ -47,7 +47,7 @@ impl Registration {
     fn new() -> Self {
         Registration {
             node: AsyncNode {
-                waiter: Waiter::new_owner(notify_async),
+                waiter: CellWaiter::new_owner(notify_async),
                 waker: UnsafeCell::new(None),
                 done: AtomicBool::new(false),
             },
@@ -56,7 +56,7 @@ impl Registration {
         }
     }
 
-    fn node_ptr(&self) -> NonNull<Waiter> {
+    fn node_ptr(&self) -> NonNull<CellWaiter> {
         NonNull::from(&self.node).cast()
     }
 
@@ -69,7 +69,7 @@ impl Registration {
 
     fn poll<T: Clone>(
         self: Pin<&mut Self>,
-        inner: &Inner<T>,
+        inner: &CompletionCell<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<T, Failure>> {
         // SAFETY: we never move out of `self`; the node stays where it is while registered.
@@ -126,7 +126,7 @@ impl Registration {
     }
 
     /// Takes the node out of the cell's list, or waits until the completer is done with it.
-    fn release<T>(&mut self, inner: &Inner<T>) {
+    fn release<T>(&mut self, inner: &CompletionCell<T>) {
         if !self.registered {
             return;
         }

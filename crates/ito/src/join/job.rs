@@ -4,7 +4,7 @@
 //! starts *private*: only the owner knows it, and if nobody ever asks for it the owner runs
 //! the closure inline and no other field is touched (the fast path). Once *exposed* on the
 //! owner's shelf (`shelf.rs`), a thief may take it; the owner then may not leave the `join`
-//! frame until the thief has set the [`Latch`], since the thief holds a pointer to the job.
+//! frame until the thief has set the [`JoinLatch`], since the thief holds a pointer to the job.
 //!
 //! # Fields and who touches them
 //!
@@ -17,7 +17,7 @@
 //! | `f` | created by the owner; taken by exactly one runner | - |
 //! | `result` | the thief, before it sets the latch | the owner, after it sees `DONE` |
 //!
-//! # Latch states
+//! # JoinLatch states
 //!
 //! `PENDING` (0) → `DONE` (2) when the runner finishes before the owner sleeps, or
 //! `PENDING` → `SLEEPING` (1) → `DONE`, when the owner gave up spinning: then the runner must
@@ -38,12 +38,12 @@ const SLEEPING: usize = 1;
 const DONE: usize = 2;
 
 /// Set once by whoever ran an exposed job; waited on by the job's owner.
-pub(crate) struct Latch(AtomicUsize);
+pub(crate) struct JoinLatch(AtomicUsize);
 
-impl Latch {
+impl JoinLatch {
     #[inline]
-    pub(crate) fn new() -> Latch {
-        Latch(AtomicUsize::new(PENDING))
+    pub(crate) fn new() -> JoinLatch {
+        JoinLatch(AtomicUsize::new(PENDING))
     }
 
     /// The job has run and its result is readable.
@@ -117,7 +117,7 @@ pub(crate) struct Stolen {
 pub(crate) struct JobHeader {
     /// Runs the job and sets the latch (`run_job::<F, R>`).
     run: unsafe fn(NonNull<JobHeader>),
-    pub(crate) latch: Latch,
+    pub(crate) latch: JoinLatch,
     exposed: UnsafeCell<MaybeUninit<Exposed>>,
     stolen: UnsafeCell<MaybeUninit<Stolen>>,
 }
@@ -182,7 +182,7 @@ impl<F: FnOnce() -> R, R> StackJob<F, R> {
         StackJob {
             header: JobHeader {
                 run: run_job::<F, R>,
-                latch: Latch::new(),
+                latch: JoinLatch::new(),
                 exposed: UnsafeCell::new(MaybeUninit::uninit()),
                 stolen: UnsafeCell::new(MaybeUninit::uninit()),
             },
@@ -197,7 +197,7 @@ impl<F: FnOnce() -> R, R> StackJob<F, R> {
     }
 
     #[inline]
-    pub(crate) fn latch(&self) -> &Latch {
+    pub(crate) fn latch(&self) -> &JoinLatch {
         &self.header.latch
     }
 

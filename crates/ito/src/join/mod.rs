@@ -28,7 +28,7 @@ use crossbeam_utils::Backoff;
 
 use crate::runtime::worker::{self, WorkerCtx};
 use crate::runtime::{self, Shared};
-use job::{JobHeader, Latch, StackJob};
+use job::{JobHeader, JoinLatch, StackJob};
 use shelf::{Reclaim, Shelf};
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
@@ -233,7 +233,7 @@ impl Drop for AbortOnUnwind {
 /// create a dependency the program does not have (unlike running arbitrary work, which could
 /// bury this frame under a task that waits for this frame's continuation). When there is
 /// none for a while, it sleeps and gives its place to a compensation thread.
-fn wait_stolen(ctx: &WorkerCtx, latch: &Latch, thief: *const Shelf, thief_depth: usize) {
+fn wait_stolen(ctx: &WorkerCtx, latch: &JoinLatch, thief: *const Shelf, thief_depth: usize) {
     let backoff = Backoff::new();
     let me: *const Shelf = ctx.shelf();
     loop {

@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 
-use super::job::{Exposed, JobHeader, Latch, Stolen};
+use super::job::{Exposed, JobHeader, JoinLatch, Stolen};
 use crate::loom::thread::Thread;
 use crate::loom::{AtomicUsize, Mutex, Ordering};
 
@@ -134,7 +134,7 @@ impl Shelf {
     /// so after the latch is set we either do not see them or see the latch set.
     pub(crate) fn steal_descendant(
         &self,
-        waited: &Latch,
+        waited: &JoinLatch,
         min_depth: usize,
         me: *const Shelf,
         my_depth: usize,

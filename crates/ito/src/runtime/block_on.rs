@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
-use super::park::{Running, Spin, park_blocked};
+use super::park::{CountedOutside, Spin, park_blocked};
 use crate::task::cancel::Watch;
 
 struct ThreadWaker {
@@ -72,7 +72,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         || tw.notified.load(Ordering::Relaxed) && tw.notified.swap(false, Ordering::Acquire);
     // Off the runtime's workers, spin a little before parking (`park/spin.rs`).
     let outside = super::worker::current_ctx().is_none();
-    let running = outside.then(Running::enter);
+    let running = outside.then(CountedOutside::enter);
     loop {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return Some(v);

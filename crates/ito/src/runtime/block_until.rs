@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use super::park::{Spin, pause_outside};
 use super::worker::{self, WorkerCtx};
-use crate::future::cell::{Action, CellHeader, Locked, Waiter};
+use crate::future::cell::{Action, CellHeader, CellWaiter, Locked};
 use crate::task::Header;
 use crate::task::cancel::{self, Watch};
 
@@ -41,12 +41,12 @@ pub(crate) enum Woken {
 /// A thread parked on a cell. Lives on the waiting thread's stack.
 #[repr(C)]
 struct ThreadNode {
-    waiter: Waiter,
+    waiter: CellWaiter,
     thread: Thread,
     done: AtomicBool,
 }
 
-unsafe fn notify_thread(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, _action: Action) {
+unsafe fn notify_thread(node: NonNull<CellWaiter>, _cell: NonNull<CellHeader>, _action: Action) {
     let node = node.cast::<ThreadNode>();
     // SAFETY: the node is live until `done` is set: its owner does not return before it sees
     // `done` (or unlinks the node itself, in which case this is never called).
@@ -133,11 +133,11 @@ fn park_on(
     cancellable: bool,
 ) -> Woken {
     let node = ThreadNode {
-        waiter: Waiter::new_owner(notify_thread),
+        waiter: CellWaiter::new_owner(notify_thread),
         thread: thread::current(),
         done: AtomicBool::new(false),
     };
-    let ptr = NonNull::from(&node).cast::<Waiter>();
+    let ptr = NonNull::from(&node).cast::<CellWaiter>();
     // SAFETY: the node outlives its registration: we return only after it is unlinked or
     // notified.
     if !unsafe { header.push(ptr) } {

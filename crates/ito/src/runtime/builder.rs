@@ -48,7 +48,7 @@ impl Builder {
     }
 
     /// How many compensation threads may run beside the workers while workers are blocked in
-    /// [`Future::wait`] (default: `max(4, workers)`). If every worker is blocked and work is
+    /// [`Future::wait`](crate::Future::wait) (default: `max(4, workers)`). If every worker is blocked and work is
     /// queued, a compensation thread is started even past this bound, since the alternative is
     /// a deadlock.
     ///

@@ -15,10 +15,10 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use super::sleepers::Sleeper;
 use super::tx::CellWrite;
-use super::wait::Sleeper;
 use super::{StmResult, Tx, atomically, retry};
-use crate::future::cell::{Action, CellHeader, Inner, Locked, TxState, Waiter};
+use crate::future::cell::{Action, CellHeader, CellWaiter, CompletionCell, Locked, TxState};
 use crate::{Failure, Future, Promise};
 
 impl<T: Clone + Send + Sync + 'static> Future<T> {
@@ -213,12 +213,12 @@ where
 
 /// # Safety
 ///
-/// The caller claimed `cell`, an `Inner<T>`, and `value` is a `Box<Result<T, Failure>>`.
-unsafe fn publish_cell<T>(cell: NonNull<CellHeader>, value: *mut ()) -> *const Waiter {
+/// The caller claimed `cell`, a `CompletionCell<T>`, and `value` is a `Box<Result<T, Failure>>`.
+unsafe fn publish_cell<T>(cell: NonNull<CellHeader>, value: *mut ()) -> *const CellWaiter {
     // SAFETY: the caller's contract.
     let v = unsafe { *Box::from_raw(value.cast::<Result<T, Failure>>()) };
     // SAFETY: as above: we are the cell's only completer.
-    unsafe { cell.cast::<Inner<T>>().as_ref().publish_claimed(v) }
+    unsafe { cell.cast::<CompletionCell<T>>().as_ref().publish_claimed(v) }
 }
 
 /// # Safety
@@ -232,7 +232,7 @@ unsafe fn drop_cell_value<T>(value: *mut ()) {
 /// A retrying transaction's node on an empty cell's waiter list.
 #[repr(C)]
 struct CellSleeper {
-    waiter: Waiter,
+    waiter: CellWaiter,
     sleeper: Arc<Sleeper>,
 }
 
@@ -240,7 +240,7 @@ struct CellSleeper {
 ///
 /// `node` is a `CellSleeper` made by [`register`], called once (by the completer or the
 /// destroyer), which then owns it.
-unsafe fn call_cell_sleeper(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, action: Action) {
+unsafe fn call_cell_sleeper(node: NonNull<CellWaiter>, _cell: NonNull<CellHeader>, action: Action) {
     // SAFETY: the caller's contract.
     let b = unsafe { Box::from_raw(node.cast::<CellSleeper>().as_ptr()) };
     if action == Action::Notify {
@@ -253,12 +253,12 @@ unsafe fn call_cell_sleeper(node: NonNull<Waiter>, _cell: NonNull<CellHeader>, a
 pub(crate) fn register(
     cell: NonNull<CellHeader>,
     sleeper: &Arc<Sleeper>,
-) -> Option<NonNull<Waiter>> {
+) -> Option<NonNull<CellWaiter>> {
     let node = Box::new(CellSleeper {
-        waiter: Waiter::new_owner(call_cell_sleeper),
+        waiter: CellWaiter::new_owner(call_cell_sleeper),
         sleeper: sleeper.clone(),
     });
-    let node = NonNull::from(Box::leak(node)).cast::<Waiter>();
+    let node = NonNull::from(Box::leak(node)).cast::<CellWaiter>();
     // SAFETY: the caller holds a reference; the node is fresh and lives until called or
     // unlinked.
     if unsafe { cell.as_ref().push(node) } {
@@ -272,7 +272,7 @@ pub(crate) fn register(
 }
 
 /// Takes `node` back off `cell`, unless the completer has it (then it calls and frees it).
-pub(crate) fn unregister(cell: NonNull<CellHeader>, node: NonNull<Waiter>) {
+pub(crate) fn unregister(cell: NonNull<CellHeader>, node: NonNull<CellWaiter>) {
     // SAFETY: the caller holds a reference.
     match unsafe { cell.as_ref() }.lock() {
         Locked::Held(mut guard) => {

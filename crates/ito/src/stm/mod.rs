@@ -52,11 +52,11 @@
 pub(crate) mod alloc;
 mod cells;
 mod reclaim;
+pub(crate) mod sleepers;
 mod tmvar;
 mod tqueue;
 mod tvar;
 pub(crate) mod tx;
-pub(crate) mod wait;
 
 use std::cell::Cell;
 use std::future::Future as StdFuture;
@@ -70,11 +70,11 @@ pub use tqueue::TQueue;
 pub use tvar::TVar;
 pub use tx::Tx;
 
-use crate::future::cell::{CellHeader, Waiter};
+use crate::future::cell::{CellHeader, CellWaiter};
 use crate::loom::Ordering;
-use tvar::Header;
+use sleepers::{Sleeper, Wake};
+use tvar::VarHeader;
 use tx::Global;
-use wait::{Sleeper, Wake};
 
 /// Why a transaction attempt stops early: it must [`retry`], or it conflicted with another
 /// commit and will run again. Propagate it with `?`; only ito makes these.
@@ -342,7 +342,7 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         "ito::stm: `retry` in a transaction that read no TVar would wait for ever"
     );
     let sleeper = Sleeper::new(wake);
-    let mut vars: Vec<std::ptr::NonNull<Header>> = Vec::new();
+    let mut vars: Vec<std::ptr::NonNull<VarHeader>> = Vec::new();
     for r in &tx.log.reads {
         if vars.contains(&r.hdr) {
             continue;
@@ -399,11 +399,11 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
 /// A sleeper registered on variables; unregisters (and lets the variables go) on drop.
 struct Registration {
     sleeper: Arc<Sleeper>,
-    vars: Vec<std::ptr::NonNull<Header>>,
+    vars: Vec<std::ptr::NonNull<VarHeader>>,
     /// Futures read while empty, with our node on each (if it was registered).
     cells: Vec<(
         std::ptr::NonNull<CellHeader>,
-        Option<std::ptr::NonNull<Waiter>>,
+        Option<std::ptr::NonNull<CellWaiter>>,
     )>,
 }
 
@@ -417,7 +417,7 @@ impl Drop for Registration {
             // SAFETY: we hold a reference.
             unsafe { h.as_ref() }.waiters().unregister(&self.sleeper);
             // SAFETY: the reference taken at registration.
-            unsafe { Header::dec_ref(h) };
+            unsafe { VarHeader::dec_ref(h) };
         }
         for (cell, node) in self.cells.drain(..) {
             if let Some(node) = node {

@@ -23,7 +23,7 @@
 //! # The value
 //!
 //! Scalars (the integer types, `f32`, `f64`, `bool`, `char`: [`is_scalar`]) live in the
-//! header itself, in two words (`Header::words`) that a commit overwrites while it holds
+//! header itself, in two words (`VarHeader::words`) that a commit overwrites while it holds
 //! `LOCKED`, with `Release` stores before its unlock store; a reader loads the lock word, the
 //! words (`Acquire`), and the lock word again, a seqlock: same word, unlocked, means the words
 //! are the value that version published (a word from a later commit would make the second
@@ -43,8 +43,8 @@ use std::ptr::NonNull;
 
 use super::alloc;
 use super::reclaim::{self, Guard};
+use super::sleepers::SleeperList;
 use super::tx::Pending;
-use super::wait::WaitList;
 use super::{StmResult, Tx};
 use crate::loom::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
@@ -59,7 +59,7 @@ pub(crate) fn version(word: u64) -> u64 {
     word >> VERSION_SHIFT
 }
 
-/// Whether `TVar<T>` keeps its value inline, in [`Header::words`]: the primitive scalar types,
+/// Whether `TVar<T>` keeps its value inline, in [`VarHeader::words`]: the primitive scalar types,
 /// which have no padding (every byte of a value is initialized, so the words are exact),
 /// no invalid bit patterns across the words that can tear (the types of more than one word
 /// are integers), no `Drop`, and a `Clone` that is a copy. Folds to a constant.
@@ -123,7 +123,7 @@ unsafe fn from_words<T: 'static>(words: [u64; 2]) -> T {
 
 /// The type-erased front of every TVar.
 #[repr(C)]
-pub(crate) struct Header {
+pub(crate) struct VarHeader {
     pub(crate) lock: AtomicU64,
     /// A scalar's value (`is_scalar`), written only under `LOCKED`; unused for other types.
     pub(crate) words: [AtomicU64; 2],
@@ -131,7 +131,7 @@ pub(crate) struct Header {
     /// The wait list, made on the first `retry` that waits on this variable (most variables
     /// never have one, and a 64-byte header would put the lock word and the value pointer on
     /// two cache lines).
-    waiters: AtomicPtr<WaitList>,
+    waiters: AtomicPtr<SleeperList>,
     vtable: &'static VTable,
 }
 
@@ -139,29 +139,29 @@ pub(crate) struct Header {
 pub(crate) struct VTable {
     /// Stores `value` (a `T` from `alloc::alloc_value`) as the current value and returns the old
     /// one (to be retired). Called with the variable locked by the caller.
-    publish: unsafe fn(NonNull<Header>, *mut ()) -> *mut (),
+    publish: unsafe fn(NonNull<VarHeader>, *mut ()) -> *mut (),
     /// Frees a pending value that was never published.
     pub(crate) drop_value: unsafe fn(*mut ()),
     /// Frees the variable (its value, waiters) once its last handle is gone.
-    free: unsafe fn(NonNull<Header>),
+    free: unsafe fn(NonNull<VarHeader>),
 }
 
 /// A variable: one cache line (scalars never leave it), so that two variables never share one.
 #[repr(C, align(64))]
-struct Inner<T> {
-    header: Header,
+struct VarCell<T> {
+    header: VarHeader,
     /// The current value of a non-scalar `T` (from `alloc::alloc_value`); null for scalars.
     value: AtomicPtr<T>,
 }
 
-impl Header {
+impl VarHeader {
     /// Publishes a pending value; returns the replaced one, which pinned readers may still be
     /// cloning: it must go to the epoch collector (`drop_value_fn` frees it).
     ///
     /// # Safety
     ///
     /// The caller holds the variable's lock and `value` came from a write to this variable.
-    pub(crate) unsafe fn publish(this: NonNull<Header>, value: *mut ()) -> *mut () {
+    pub(crate) unsafe fn publish(this: NonNull<VarHeader>, value: *mut ()) -> *mut () {
         // SAFETY: forwarded.
         unsafe { (this.as_ref().vtable.publish)(this, value) }
     }
@@ -186,13 +186,13 @@ impl Header {
     }
 
     /// The wait list, made if there is none yet.
-    pub(crate) fn waiters(&self) -> &WaitList {
+    pub(crate) fn waiters(&self) -> &SleeperList {
         let p = self.waiters.load(Ordering::Acquire);
         if !p.is_null() {
             // SAFETY: installed once, freed only with the variable.
             return unsafe { &*p };
         }
-        let fresh = Box::into_raw(Box::new(WaitList::new()));
+        let fresh = Box::into_raw(Box::new(SleeperList::new()));
         match self.waiters.compare_exchange(
             std::ptr::null_mut(),
             fresh,
@@ -211,7 +211,7 @@ impl Header {
     }
 
     /// The wait list, if one was ever made (a committer that saw `WAITERS` finds it made).
-    pub(crate) fn waiters_if_any(&self) -> Option<&WaitList> {
+    pub(crate) fn waiters_if_any(&self) -> Option<&SleeperList> {
         let p = self.waiters.load(Ordering::Acquire);
         // SAFETY: installed once, freed only with the variable.
         (!p.is_null()).then(|| unsafe { &*p })
@@ -268,7 +268,7 @@ impl Header {
     /// # Safety
     ///
     /// The caller owns a reference to the live variable and gives it up.
-    pub(crate) unsafe fn dec_ref(this: NonNull<Header>) {
+    pub(crate) unsafe fn dec_ref(this: NonNull<VarHeader>) {
         // SAFETY: the caller owns a reference.
         let h = unsafe { this.as_ref() };
         if h.refs.fetch_sub(1, Ordering::Release) == 1 {
@@ -292,11 +292,11 @@ impl Header {
     }
 }
 
-/// A `NonNull<Header>` sent to the epoch collector.
-struct SendPtr(NonNull<Header>);
+/// A `NonNull<VarHeader>` sent to the epoch collector.
+struct SendPtr(NonNull<VarHeader>);
 
 impl SendPtr {
-    fn into_inner(self) -> NonNull<Header> {
+    fn into_inner(self) -> NonNull<VarHeader> {
         self.0
     }
 }
@@ -321,7 +321,7 @@ unsafe impl Send for SendPtr {}
 /// assert_eq!((a.read_atomic(), b.read_atomic()), (7, 3));
 /// ```
 pub struct TVar<T> {
-    ptr: NonNull<Header>,
+    ptr: NonNull<VarHeader>,
     _marker: PhantomData<T>,
 }
 
@@ -343,8 +343,8 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
         } else {
             ([0; 2], alloc::alloc_value(value))
         };
-        let inner = Box::new(Inner {
-            header: Header {
+        let inner = Box::new(VarCell {
+            header: VarHeader {
                 lock: AtomicU64::new(0),
                 words: [AtomicU64::new(words[0]), AtomicU64::new(words[1])],
                 refs: AtomicUsize::new(1),
@@ -360,14 +360,14 @@ impl<T: Clone + Send + Sync + 'static> TVar<T> {
     }
 
     #[inline]
-    pub(crate) fn header(&self) -> NonNull<Header> {
+    pub(crate) fn header(&self) -> NonNull<VarHeader> {
         self.ptr
     }
 
     #[inline]
-    fn inner(&self) -> &Inner<T> {
-        // SAFETY: a handle keeps the variable alive; `Inner<T>` starts with the header.
-        unsafe { self.ptr.cast::<Inner<T>>().as_ref() }
+    fn inner(&self) -> &VarCell<T> {
+        // SAFETY: a handle keeps the variable alive; `VarCell<T>` starts with the header.
+        unsafe { self.ptr.cast::<VarCell<T>>().as_ref() }
     }
 
     /// Reads the variable in `tx`: its value in the transaction's snapshot, or what `tx`
@@ -529,7 +529,7 @@ impl<T> Clone for TVar<T> {
 impl<T> Drop for TVar<T> {
     fn drop(&mut self) {
         // SAFETY: we own this handle's reference.
-        unsafe { Header::dec_ref(self.ptr) };
+        unsafe { VarHeader::dec_ref(self.ptr) };
     }
 }
 
@@ -551,10 +551,10 @@ impl<T: Send + Sync + 'static> VTableOf<T> {
 
 /// # Safety
 ///
-/// `Header::publish`'s contract, for a `TVar<T>`.
-unsafe fn publish<T: Send + Sync + 'static>(h: NonNull<Header>, value: *mut ()) -> *mut () {
-    // SAFETY: the header of an `Inner<T>`.
-    let inner = unsafe { h.cast::<Inner<T>>().as_ref() };
+/// `VarHeader::publish`'s contract, for a `TVar<T>`.
+unsafe fn publish<T: Send + Sync + 'static>(h: NonNull<VarHeader>, value: *mut ()) -> *mut () {
+    // SAFETY: the header of an `VarCell<T>`.
+    let inner = unsafe { h.cast::<VarCell<T>>().as_ref() };
     // We hold the lock: no other writer, so a load and a store (no read-modify-write).
     let old = inner.value.load(Ordering::Relaxed);
     inner.value.store(value.cast::<T>(), Ordering::Release);
@@ -571,13 +571,13 @@ unsafe fn drop_value<T>(value: *mut ()) {
 
 /// # Safety
 ///
-/// The last reference to an `Inner<T>` is gone and no pinned reader can reach it.
-unsafe fn free<T>(h: NonNull<Header>) {
+/// The last reference to an `VarCell<T>` is gone and no pinned reader can reach it.
+unsafe fn free<T>(h: NonNull<VarHeader>) {
     // SAFETY: the caller's contract.
-    let inner = unsafe { Box::from_raw(h.cast::<Inner<T>>().as_ptr()) };
+    let inner = unsafe { Box::from_raw(h.cast::<VarCell<T>>().as_ptr()) };
     let waiters = inner.header.waiters.load(Ordering::Relaxed);
     if !waiters.is_null() {
-        // SAFETY: installed by `Header::waiters`, freed here only.
+        // SAFETY: installed by `VarHeader::waiters`, freed here only.
         drop(unsafe { Box::from_raw(waiters) });
     }
     let value = inner.value.load(Ordering::Relaxed);

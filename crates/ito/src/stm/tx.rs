@@ -27,9 +27,9 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
 use super::reclaim::{self, Guard};
-use super::tvar::{Header, LOCKED, VERSION_SHIFT, WAITERS, version};
+use super::tvar::{LOCKED, VERSION_SHIFT, VarHeader, WAITERS, version};
 use super::{Kind, StmError, StmResult};
-use crate::future::cell::{CellHeader, ListGuard, TxState, Waiter};
+use crate::future::cell::{CellHeader, CellWaiter, ListGuard, TxState};
 use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// Process-wide STM state, on a cache line of its own (readers write the clock; no unrelated
@@ -62,7 +62,7 @@ impl Global {
 
 #[derive(Clone, Copy)]
 pub(crate) struct ReadEntry {
-    pub(crate) hdr: NonNull<Header>,
+    pub(crate) hdr: NonNull<VarHeader>,
     /// The lock word the value was read under (unlocked).
     pub(crate) word: u64,
 }
@@ -77,7 +77,7 @@ pub(crate) enum Pending {
 }
 
 pub(crate) struct WriteEntry {
-    pub(crate) hdr: NonNull<Header>,
+    pub(crate) hdr: NonNull<VarHeader>,
     pub(crate) value: Pending,
     /// During a commit: the lock word before this entry's lock (valid while `locked`).
     prev: u64,
@@ -97,7 +97,7 @@ pub(crate) struct CellWrite {
     /// A `Box<Result<T, Failure>>` from `into_raw`, or null once published.
     pub(crate) value: *mut (),
     /// Writes the value into the claimed cell and publishes it; returns its waiter list.
-    pub(crate) publish: unsafe fn(NonNull<CellHeader>, *mut ()) -> *const Waiter,
+    pub(crate) publish: unsafe fn(NonNull<CellHeader>, *mut ()) -> *const CellWaiter,
     /// Frees an unpublished value.
     pub(crate) drop_value: unsafe fn(*mut ()),
 }
@@ -177,7 +177,7 @@ impl Tx {
 
     /// The newest pending write to `hdr`, if any.
     #[inline]
-    pub(crate) fn pending(&self, hdr: NonNull<Header>) -> Option<Pending> {
+    pub(crate) fn pending(&self, hdr: NonNull<VarHeader>) -> Option<Pending> {
         self.log
             .writes
             .iter()
@@ -188,7 +188,7 @@ impl Tx {
 
     /// Logs a write of `value` to `hdr`.
     #[inline]
-    pub(crate) fn log_write(&mut self, hdr: NonNull<Header>, value: Pending) {
+    pub(crate) fn log_write(&mut self, hdr: NonNull<VarHeader>, value: Pending) {
         let log = &mut **self.log;
         if let Some(i) = log.writes.iter().rposition(|w| w.hdr == hdr) {
             if i >= self.floor {
@@ -209,7 +209,7 @@ impl Tx {
 
     /// Records a consistent read.
     #[inline]
-    pub(crate) fn log_read(&mut self, hdr: NonNull<Header>, word: u64) {
+    pub(crate) fn log_read(&mut self, hdr: NonNull<VarHeader>, word: u64) {
         self.log.reads.push(ReadEntry { hdr, word });
     }
 
@@ -537,7 +537,7 @@ impl Tx {
     fn publish_cells(
         &mut self,
         cells: Vec<ListGuard<'_>>,
-    ) -> Vec<(NonNull<CellHeader>, *const Waiter)> {
+    ) -> Vec<(NonNull<CellHeader>, *const CellWaiter)> {
         for g in cells {
             g.into_claim();
         }
@@ -639,7 +639,7 @@ impl Drop for Tx {
 /// The waiters and callbacks of the promises a commit completed, to notify once the
 /// transaction is over. Each entry holds a reference to its cell. Notifies on drop too.
 #[must_use]
-pub(crate) struct Notify(Vec<(NonNull<CellHeader>, *const Waiter)>);
+pub(crate) struct Notify(Vec<(NonNull<CellHeader>, *const CellWaiter)>);
 
 impl Notify {
     /// Wakes the waiters and runs the callbacks.
@@ -705,10 +705,10 @@ fn lock_one(w: &mut WriteEntry) -> Option<u64> {
 ///
 /// The caller holds `hdr`'s lock, `*value` was written to that variable, and `guard` pins.
 #[inline(never)]
-unsafe fn publish_boxed(guard: &Guard, hdr: NonNull<Header>, value: &mut *mut ()) {
+unsafe fn publish_boxed(guard: &Guard, hdr: NonNull<VarHeader>, value: &mut *mut ()) {
     let value = std::mem::replace(value, std::ptr::null_mut());
     // SAFETY: the caller's contract.
-    let old = unsafe { Header::publish(hdr, value) };
+    let old = unsafe { VarHeader::publish(hdr, value) };
     // SAFETY: replaced, so unreachable from new pins; a value of this variable.
     unsafe { retire(guard, old, hdr.as_ref().drop_value_fn()) };
 }
@@ -720,7 +720,7 @@ unsafe fn publish_boxed(guard: &Guard, hdr: NonNull<Header>, value: &mut *mut ()
 /// `value` is a never-published value written to that variable, freed once (or a null
 /// boxed one: then nothing happens).
 #[inline]
-unsafe fn drop_pending(hdr: NonNull<Header>, value: Pending) {
+unsafe fn drop_pending(hdr: NonNull<VarHeader>, value: Pending) {
     if let Pending::Boxed(p) = value {
         if !p.is_null() {
             // SAFETY: the variable is alive (pinned or referenced) and the value is its type's.

@@ -7,7 +7,7 @@
 //! ┌──────────────────────────────┐
 //! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
 //! ├──────────────────────────────┤
-//! │ O = Inner<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
+//! │ O = CompletionCell<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
 //! │     value; or Refs           │   the cell header (or is all there is: `Refs`)
 //! ├──────────────────────────────┤
 //! │ body: B (dropped when done)  │
@@ -49,7 +49,7 @@ use std::task::{Context, Poll};
 
 use crate::Failure;
 use crate::future::Future;
-use crate::future::cell::{self, CellHeader, CellVTable, HANDLE, Inner};
+use crate::future::cell::{self, CellHeader, CellVTable, CompletionCell, HANDLE};
 use crate::loom::{AtomicUsize, UnsafeCell};
 use state::{AfterPoll, CancelRequest, Claim, State};
 
@@ -96,7 +96,7 @@ struct TaskCell<B, O> {
 
 /// Where a task's outcome goes, and where its reference count lives.
 ///
-/// - `Inner<T>`: the completion cell of the task's [`Future`] (a `Result<T, Failure>` slot
+/// - `CompletionCell<T>`: the completion cell of the task's [`Future`] (a `Result<T, Failure>` slot
 ///   and the waiters); the count is the cell header's.
 /// - [`Refs`]: nowhere. For a task nobody can await (a process reports its end through its
 ///   process block): the count alone, and the task saves the cell (40 bytes).
@@ -115,16 +115,16 @@ trait Outcome<T>: 'static {
     unsafe fn drop_contents(&mut self);
 }
 
-impl<T: 'static> Outcome<T> for Inner<T> {
-    const REFS_OFFSET: usize = std::mem::offset_of!(Inner<T>, header) + cell::REFS_OFFSET;
+impl<T: 'static> Outcome<T> for CompletionCell<T> {
+    const REFS_OFFSET: usize = std::mem::offset_of!(CompletionCell<T>, header) + cell::REFS_OFFSET;
     #[inline]
     unsafe fn complete(this: NonNull<Self>, result: Result<T, Failure>) {
         // SAFETY: forwarded: the task is the cell's only completer, once.
-        unsafe { Inner::complete_claimed(this, result) }
+        unsafe { CompletionCell::complete_claimed(this, result) }
     }
     unsafe fn drop_contents(&mut self) {
         // SAFETY: forwarded.
-        unsafe { Inner::drop_contents(self) }
+        unsafe { CompletionCell::drop_contents(self) }
     }
 }
 
@@ -355,19 +355,19 @@ pub(crate) fn run_pending_cancels() {
     }
 }
 
-/// The cell vtable of a task that has a cell (`Inner<T>`).
+/// The cell vtable of a task that has a cell (`CompletionCell<T>`).
 struct Kind<B, T>(PhantomData<(B, T)>);
 
 fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
-    let off = std::mem::offset_of!(TaskCell<B, Inner<T>>, inner);
-    // SAFETY: the cell lives at `off` inside a `TaskCell<B, Inner<T>>`, whose header is at 0.
+    let off = std::mem::offset_of!(TaskCell<B, CompletionCell<T>>, inner);
+    // SAFETY: the cell lives at `off` inside a `TaskCell<B, CompletionCell<T>>`, whose header is at 0.
     unsafe { NonNull::new_unchecked(cell.as_ptr().cast::<u8>().sub(off).cast::<Header>()) }
 }
 
 /// The cell vtable's `destroy` (the last reference was a `Future` handle, a callback, ...).
 unsafe fn destroy_cell<B, T: 'static>(cell: NonNull<CellHeader>) {
     // SAFETY: forwarded: the last reference to the task is gone; called once.
-    unsafe { destroy::<B, T, Inner<T>>(cell_vtable_task::<B, T>(cell)) }
+    unsafe { destroy::<B, T, CompletionCell<T>>(cell_vtable_task::<B, T>(cell)) }
 }
 
 /// The task vtable's `destroy`.
@@ -445,8 +445,8 @@ fn alloc<B, T: 'static>(
     sched: &'static Scheduler,
     vtable: &'static TaskVTable,
 ) -> (TaskRef, Future<T>) {
-    let inner = Inner::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
-    let ptr = alloc_cell::<B, T, Inner<T>>(body, sched, vtable, inner);
+    let inner = CompletionCell::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
+    let ptr = alloc_cell::<B, T, CompletionCell<T>>(body, sched, vtable, inner);
     // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
     let fut = unsafe {
         Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
@@ -481,12 +481,12 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     const VTABLE: TaskVTable = TaskVTable {
         poll: Self::poll,
         cancel: Self::cancel,
-        refs_offset: refs_offset::<F, T, Inner<T>>(),
-        destroy: destroy::<F, T, Inner<T>>,
+        refs_offset: refs_offset::<F, T, CompletionCell<T>>(),
+        destroy: destroy::<F, T, CompletionCell<T>>,
     };
 
     unsafe fn poll(h: NonNull<Header>) {
-        let task = h.cast::<TaskCell<F, Inner<T>>>();
+        let task = h.cast::<TaskCell<F, CompletionCell<T>>>();
         // SAFETY: we are the runner: exclusive access to the body, taken exactly once (the
         // state becomes COMPLETE below, so `destroy` will not drop it again).
         let f = unsafe { task.as_ref() }
@@ -500,7 +500,7 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     }
 
     unsafe fn cancel(h: NonNull<Header>) {
-        let task = h.cast::<TaskCell<F, Inner<T>>>();
+        let task = h.cast::<TaskCell<F, CompletionCell<T>>>();
         // A panicking destructor of a capture must not skip `finish` (the state would stay
         // RUNNING and `destroy` would drop the body again).
         let dropped = catch_unwind(AssertUnwindSafe(|| {
@@ -605,7 +605,7 @@ where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
 {
-    alloc(fut, sched, &FutTask::<G, Inner<G::Output>>::VTABLE)
+    alloc(fut, sched, &FutTask::<G, CompletionCell<G::Output>>::VTABLE)
 }
 
 /// A task polling `fut` on a worker that nobody can await (no [`Future`], no result kept: a
@@ -623,7 +623,7 @@ where
 /// The size of a task whose body is `B` and output `T`, for the size test.
 #[doc(hidden)]
 pub const fn task_size<B, T>() -> usize {
-    std::mem::size_of::<TaskCell<B, Inner<T>>>()
+    std::mem::size_of::<TaskCell<B, CompletionCell<T>>>()
 }
 
 /// The size of a detached task ([`new_detached`]) whose body is `B`.
@@ -648,7 +648,7 @@ where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
 {
-    let (task, f) = alloc(fut, sched, &FutTask::<G, Inner<G::Output>>::VTABLE);
+    let (task, f) = alloc(fut, sched, &FutTask::<G, CompletionCell<G::Output>>::VTABLE);
     let h = task.0;
     // SAFETY: live: `task` and `f` hold references.
     let header = unsafe { h.as_ref() };
@@ -656,7 +656,7 @@ where
     debug_assert_eq!(won, Claim::Run, "a fresh task is ours to run");
     // SAFETY: `task` holds a reference for as long as the borrowed waker is used (below).
     let w = unsafe { waker::borrowed(h) };
-    let cell = h.cast::<TaskCell<G, Inner<G::Output>>>();
+    let cell = h.cast::<TaskCell<G, CompletionCell<G::Output>>>();
     // SAFETY: live, as above.
     unsafe { cell.as_ref() }.body.with_mut(|p| {
         // SAFETY: we won `SCHEDULED → RUNNING`: exclusive access to the body, which lives in
@@ -668,7 +668,7 @@ where
         AfterPoll::Reschedule => task.reschedule(),
         // Nobody holds a handle yet, but a cancellation is handled like after any poll.
         // SAFETY: still the runner (the state stays RUNNING).
-        AfterPoll::Cancel => unsafe { FutTask::<G, Inner<G::Output>>::cancel(h) },
+        AfterPoll::Cancel => unsafe { FutTask::<G, CompletionCell<G::Output>>::cancel(h) },
     }
     f
 }

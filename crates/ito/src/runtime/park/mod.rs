@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering, fence};
 
-pub(crate) use outside::{Running, park_blocked, pause_outside};
+pub(crate) use outside::{CountedOutside, park_blocked, pause_outside};
 pub(crate) use parker::{Parker, Unparker};
 pub(crate) use sleep::{Idler, Seeker};
 pub(crate) use spin::Spin;

@@ -20,19 +20,19 @@ thread_local! {
 
 /// Counts a thread that is not a worker as running in `block_on` on its runtime while it is
 /// not parked. Only the outermost `block_on` on a thread counts it.
-pub(crate) struct Running {
+pub(crate) struct CountedOutside {
     /// This `block_on` counts the thread (no outer one does).
     owner: bool,
 }
 
-impl Running {
+impl CountedOutside {
     /// Counts the thread in, unless an outer `block_on` does.
-    pub(crate) fn enter() -> Running {
+    pub(crate) fn enter() -> CountedOutside {
         let owner = RUNNING_ON.get().is_none();
         if owner {
-            Running::count_in();
+            CountedOutside::count_in();
         }
-        Running { owner }
+        CountedOutside { owner }
     }
 
     /// Counts the thread in if it is not counted yet and its runtime is running.
@@ -50,12 +50,12 @@ impl Running {
     /// started during a poll.
     pub(crate) fn resume(&self) {
         if self.owner {
-            Running::count_in();
+            CountedOutside::count_in();
         }
     }
 }
 
-impl Drop for Running {
+impl Drop for CountedOutside {
     fn drop(&mut self) {
         if self.owner {
             if let Some(s) = RUNNING_ON.take() {

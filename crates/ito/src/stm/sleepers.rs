@@ -68,15 +68,15 @@ impl Sleeper {
 }
 
 /// The sleepers of one variable.
-pub(crate) struct WaitList {
+pub(crate) struct SleeperList {
     /// `sleepers.len()`, readable without the lock (committers skip empty lists).
     len: AtomicUsize,
     sleepers: Mutex<Vec<Arc<Sleeper>>>,
 }
 
-impl WaitList {
-    pub(crate) fn new() -> WaitList {
-        WaitList {
+impl SleeperList {
+    pub(crate) fn new() -> SleeperList {
+        SleeperList {
             len: AtomicUsize::new(0),
             sleepers: Mutex::new(Vec::new()),
         }

@@ -171,6 +171,7 @@
 //! | channels | `channel/` |
 //! | processes: the block, the mailbox, links, monitors, supervisors | `process/` |
 //! | STM: variables, the transaction log, commit, `retry` sleepers | `stm/` |
+//! | small values freed on another thread (STM values, mailbox nodes) | `magazine.rs` |
 //! | timers | `time/` |
 //! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |
 //!
@@ -201,6 +202,7 @@ mod failure;
 pub mod future;
 mod join;
 mod loom;
+mod magazine;
 pub mod process;
 mod runtime;
 pub mod scope;

@@ -222,13 +222,8 @@ impl<T> Future<T> {
     /// Cancels the task behind this future whoever else holds it (structured concurrency:
     /// a scope's children). `false` if it is not a task's future or already complete.
     pub(crate) fn abort(&self) -> bool {
-        let cell = self.ptr.cast::<CellHeader>();
-        let Some(task_of) = self.header().vtable.task else {
-            return false;
-        };
-        // SAFETY: the vtable's `task` belongs to this cell's kind; our handle keeps the
-        // shared allocation (and so the task header) alive during the call.
-        unsafe { crate::task::Header::cancel(task_of(cell)) }
+        // SAFETY: our handle keeps the cell (and so the task) alive during the call.
+        unsafe { crate::task::cancel_task_of(self.ptr.cast::<CellHeader>()) }
     }
 
     /// Whether two handles refer to the same cell.

@@ -83,7 +83,7 @@ impl<M> NodeBox<M> {
     /// A fresh node holding `value`.
     #[inline]
     pub(crate) fn new(value: M) -> NodeBox<M> {
-        let p = crate::stm::alloc::alloc_value(Node {
+        let p = crate::magazine::alloc_value(Node {
             next: ptr::null_mut(),
             value,
         });
@@ -124,7 +124,7 @@ impl<M> NodeBox<M> {
         // freed without dropping it again (`Node` has no drop glue besides its value's).
         unsafe {
             let value = ptr::read(&(*p).value);
-            crate::stm::alloc::free_value(p.cast::<std::mem::ManuallyDrop<Node<M>>>());
+            crate::magazine::free_value(p.cast::<std::mem::ManuallyDrop<Node<M>>>());
             value
         }
     }
@@ -133,7 +133,7 @@ impl<M> NodeBox<M> {
 impl<M> Drop for NodeBox<M> {
     fn drop(&mut self) {
         // SAFETY: we own the node; freed once.
-        unsafe { crate::stm::alloc::free_value(self.0.as_ptr()) };
+        unsafe { crate::magazine::free_value(self.0.as_ptr()) };
     }
 }
 

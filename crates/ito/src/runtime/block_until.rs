@@ -102,11 +102,9 @@ fn block_until_inner(
 /// Runs the task behind `cell` inline if that is safe and nobody started it.
 fn try_help(ctx: &WorkerCtx, cell: NonNull<CellHeader>) -> bool {
     // SAFETY: the caller of `block_until` holds a reference.
-    let Some(task_of) = unsafe { cell.as_ref() }.vtable.task else {
+    let Some(task) = (unsafe { crate::task::task_of_cell(cell) }) else {
         return false;
     };
-    // SAFETY: the vtable's `task` belongs to this cell's kind.
-    let task = unsafe { task_of(cell) };
     // SAFETY: the task shares the cell's allocation, which the caller keeps alive.
     let same_runtime = std::ptr::eq(unsafe { task.as_ref() }.sched, ctx.shared);
     if !same_runtime || !ctx.stack_has_room() {

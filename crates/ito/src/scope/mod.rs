@@ -133,12 +133,8 @@ impl ChildRef {
     }
 
     pub(crate) fn abort(&self) {
-        // SAFETY: we hold a reference; `task` belongs to this cell's kind.
-        unsafe {
-            if let Some(task_of) = self.0.as_ref().vtable.task {
-                crate::task::Header::cancel(task_of(self.0));
-            }
-        }
+        // SAFETY: we hold a reference to the cell.
+        unsafe { crate::task::cancel_task_of(self.0) };
     }
 
     fn is_complete(&self) -> bool {

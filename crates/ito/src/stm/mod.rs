@@ -49,7 +49,6 @@
 //! The design (TL2: a global version clock and a versioned lock per variable) and its
 //! correctness argument are in `docs/stm.md`.
 
-pub(crate) mod alloc;
 mod cells;
 mod reclaim;
 pub(crate) mod sleepers;

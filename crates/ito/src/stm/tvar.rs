@@ -41,12 +41,12 @@ use std::marker::PhantomData;
 use std::mem::{MaybeUninit, size_of};
 use std::ptr::NonNull;
 
-use super::alloc;
 use super::reclaim::{self, Guard};
 use super::sleepers::SleeperList;
 use super::tx::Pending;
 use super::{StmResult, Tx};
 use crate::loom::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::magazine as alloc;
 
 pub(crate) const LOCKED: u64 = 0b01;
 pub(crate) const WAITERS: u64 = 0b10;

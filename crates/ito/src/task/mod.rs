@@ -64,6 +64,28 @@ pub(crate) trait Schedule: Sync + 'static {
 /// that calls through the trait are direct, not through a vtable.
 pub(crate) type Scheduler = crate::runtime::Shared;
 
+/// The task that completes `cell`, if `cell` is a task's: how code outside `task/` reaches a
+/// task from its future (through `CellVTable::task`), and the only way it may.
+///
+/// # Safety
+/// The caller holds a reference to the cell, which keeps the task's allocation alive.
+#[inline]
+pub(crate) unsafe fn task_of_cell(cell: NonNull<CellHeader>) -> Option<NonNull<Header>> {
+    // SAFETY: live, per the caller; the vtable's `task` belongs to this cell's kind.
+    unsafe { cell.as_ref().vtable.task.map(|task_of| task_of(cell)) }
+}
+
+/// Requests the cancellation of the task that completes `cell` ([`Header::cancel`]).
+/// Returns whether this call requested it: `false` if `cell` is not a task's, or the task
+/// is already complete or cancelled.
+///
+/// # Safety
+/// The caller holds a reference to the cell.
+pub(crate) unsafe fn cancel_task_of(cell: NonNull<CellHeader>) -> bool {
+    // SAFETY: forwarded; the cell's reference keeps the task alive during the call.
+    unsafe { task_of_cell(cell).is_some_and(|t| Header::cancel(t)) }
+}
+
 /// The front of every task.
 #[repr(C)]
 pub(crate) struct Header {

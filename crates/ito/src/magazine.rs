@@ -1,11 +1,13 @@
-//! Allocation of TVar values: every write boxes a value, and every commit retires the one it
-//! replaces, so small values go through per-thread free lists with a shared depot of
-//! magazines (Bonwick's magazine allocator, in miniature): a block freed by the epoch
-//! collector on one thread is reused by the next write there, and threads whose frees outrun
-//! their allocations pass whole magazines to threads that run dry. Measured on the bank
-//! transfer (two writes per transaction, 2 threads): with the system allocator, malloc and
-//! free (mostly cross-thread frees, and `malloc_consolidate` triggered by the epoch
-//! collector's bag allocations) took over 40% of the time.
+//! A magazine allocator for small values that are freed on another thread than the one that
+//! allocated them: STM's variable values (every commit retires the value it replaces, and the
+//! epoch collector frees it wherever it runs) and process mailbox nodes (a sender allocates, the
+//! receiver frees).
+//!
+//! Small values go through per-thread free lists with a shared depot of magazines (Bonwick's
+//! magazine allocator, in miniature). A block freed on one thread is reused by the next
+//! allocation there, and threads whose frees outrun their allocations pass whole magazines to
+//! threads that run dry. The system allocator's cross-thread frees cost more than the work
+//! they serve on these paths; `docs/stm.md` has the measurement.
 //!
 //! Values larger than [`MAX`] bytes, aligned to more than [`ALIGN`], or zero-sized, are plain
 //! `Box`es.

@@ -81,6 +81,7 @@ pub(crate) struct Coro<R> {
     inner: Inner<R>,
     name: Cow<'static, str>,
     guard: (usize, usize),
+    base: usize,
     yielder: *const Yielder<(), ()>,
     /// The thread it started on; 0 before the first resume.
     home: u64,
@@ -110,6 +111,7 @@ impl<R: 'static> Coro<R> {
         F: FnOnce() -> R + 'static,
     {
         let guard = stack.guard();
+        let base = guard.1 + stack.size();
         let inner = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
             YIELDER.with(|y| y.set(yielder));
             // A panic is caught here, on the coroutine's stack, and handed to `resume` as a
@@ -121,6 +123,7 @@ impl<R: 'static> Coro<R> {
             inner,
             name: name.into(),
             guard,
+            base,
             yielder: ptr::null(),
             home: 0,
         }
@@ -184,6 +187,7 @@ impl<R> Coro<R> {
         overflow::prepare_thread();
         let running = overflow::set_running(Some(Running {
             guard: self.guard,
+            base: self.base,
             name: &*self.name,
         }));
         let restore = Restore {

@@ -28,4 +28,5 @@ mod stack;
 mod tests;
 
 pub(crate) use coroutine::{Coro, Payload, Resumed, SendCoro, in_coroutine, suspend};
+pub(crate) use overflow::running_stack;
 pub(crate) use stack::{Stack, StackPool, StackSizeError};

@@ -14,8 +14,11 @@ use std::sync::OnceLock;
 /// What the fault handler needs to know about the coroutine running on this thread.
 #[derive(Clone, Copy)]
 pub(crate) struct Running {
-    /// The running coroutine's guard page, `[low, high)`.
+    /// The running coroutine's guard page, `[low, high)`; `high` is its stack's lowest usable
+    /// address.
     pub(crate) guard: (usize, usize),
+    /// One past its stack's highest address (where the stack starts: it grows down).
+    pub(crate) base: usize,
     /// Its name, valid while it runs (the coroutine owns it).
     pub(crate) name: *const str,
 }
@@ -32,6 +35,13 @@ thread_local! {
 /// given back to [`set_running`] when the switch returns.
 pub(crate) fn set_running(running: Option<Running>) -> Option<Running> {
     RUNNING.with(|r| r.replace(running))
+}
+
+/// The usable range `[low, base)` of the stack of the coroutine running on this thread, or
+/// `None` on a thread's own stack. A check for stack room (before running a task inline) must
+/// use this range inside a coroutine, not the thread's.
+pub(crate) fn running_stack() -> Option<std::ops::Range<usize>> {
+    RUNNING.with(Cell::get).map(|r| r.guard.1..r.base)
 }
 
 /// The handlers that were installed before ours, for `SIGSEGV` and `SIGBUS`.

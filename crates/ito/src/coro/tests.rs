@@ -221,6 +221,27 @@ fn nested_coroutines_suspend_to_their_own_resumer() {
 }
 
 #[test]
+fn the_running_stack_is_the_coroutines() {
+    let pool = StackPool::default();
+    let stack = pool.take().unwrap();
+    let (_, low) = stack.guard();
+    let expected = low..low + stack.size();
+    assert_eq!(running_stack(), None);
+    let mut c = Coro::with_stack(stack, "ranged", || {
+        let here = 0u8;
+        let range = running_stack().unwrap();
+        suspend();
+        assert_eq!(running_stack(), Some(range.clone()));
+        (range, &here as *const u8 as usize)
+    });
+    suspended(c.resume());
+    assert_eq!(running_stack(), None);
+    let (range, here) = returned(c.resume());
+    assert_eq!(range, expected);
+    assert!(range.contains(&here));
+}
+
+#[test]
 fn a_finished_coroutines_stack_is_reused() {
     let pool = StackPool::default();
     let first = pool.take().unwrap();

@@ -289,7 +289,10 @@ fn overflow_child() {
     match std::env::var(CHILD_ENV).as_deref() {
         Ok("coroutine") => {
             let pool = StackPool::new(StackPool::MIN_SIZE).unwrap();
-            let mut c = Coro::new(&pool, "deep-recursion", || recurse(0)).unwrap();
+            // Pages given back to the kernel keep the guard page.
+            let stack = pool.take().unwrap();
+            stack.discard_pages();
+            let mut c = Coro::with_stack(stack, "deep-recursion", || recurse(0));
             let _ = c.resume();
         }
         Ok("thread") => {

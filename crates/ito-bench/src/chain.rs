@@ -299,11 +299,7 @@ fn run_child(
         Ok(run) => run,
         Err(e) => return template.failed(format!("cannot start child: {e}")),
     };
-    let rec = run
-        .stdout
-        .lines()
-        .find_map(|l| serde_json::from_str::<ChainRecord>(l.trim()).ok());
-    match (rec, run.status) {
+    match (run.line::<ChainRecord>(), run.status) {
         (Some(rec), Some(st)) if st.success() => rec,
         (Some(rec), Some(st)) => rec.failed(format!("child exited with {st}")),
         (_, None) => template.failed("timeout"),
@@ -461,11 +457,7 @@ fn run_peer(imp: ChainImpl, n: u64, workers: usize, timeout: Duration) -> ChainR
     let Some(status) = run.status else {
         return template.failed("timeout");
     };
-    let out = run.stdout;
-    let parsed = out
-        .lines()
-        .find_map(|l| serde_json::from_str::<PeerLine>(l.trim()).ok());
-    match parsed {
+    match run.line::<PeerLine>() {
         Some(p) if status.success() => {
             let mut rec = template;
             rec.result = Some(p.result);

@@ -229,6 +229,15 @@ pub(crate) struct ChildRun {
     pub(crate) status: Option<ExitStatus>,
 }
 
+impl ChildRun {
+    /// The first line of stdout that parses as a `T` (other lines are ignored).
+    pub(crate) fn line<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        self.stdout
+            .lines()
+            .find_map(|l| serde_json::from_str(l.trim()).ok())
+    }
+}
+
 /// Runs this executable with `args` (stderr inherited), killing it after `timeout`.
 pub(crate) fn run_child(args: &[String], timeout: Duration) -> io::Result<ChildRun> {
     run_program(&std::env::current_exe()?, args, timeout)

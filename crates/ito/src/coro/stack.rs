@@ -8,6 +8,8 @@
 //! On an older kernel the guard page is `mprotect(PROT_NONE)`, which costs two mappings per stack
 //! and so caps a process at about 32,000 live stacks under the default limit.
 
+#[cfg(test)]
+use std::cell::Cell;
 use std::cell::RefCell;
 use std::fmt;
 use std::io;
@@ -110,6 +112,20 @@ thread_local! {
     static CACHE: RefCell<Vec<RawStack>> = const { RefCell::new(Vec::new()) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests set this to take the older kernels' path: a `PROT_NONE` guard page.
+    pub(crate) static FORCE_MPROTECT_GUARD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a test asked this thread for the older kernels' `PROT_NONE` guard page.
+fn force_mprotect_guard() -> bool {
+    #[cfg(test)]
+    return FORCE_MPROTECT_GUARD.with(Cell::get);
+    #[cfg(not(test))]
+    false
+}
+
 /// One mapping: a guard page at its low end, then `size` usable bytes.
 #[derive(Debug)]
 struct RawStack {
@@ -147,7 +163,7 @@ impl RawStack {
         // Huge pages are refused so that touching one page of a stack commits one page.
         unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
         // SAFETY: as above; the guard page is the mapping's first page.
-        if unsafe { libc::madvise(addr, page, MADV_GUARD_INSTALL) } != 0 {
+        if force_mprotect_guard() || unsafe { libc::madvise(addr, page, MADV_GUARD_INSTALL) } != 0 {
             // SAFETY: as above; an older kernel gets a `PROT_NONE` page instead.
             if unsafe { libc::mprotect(addr, page, libc::PROT_NONE) } != 0 {
                 return Err(io::Error::last_os_error()); // `raw` unmaps on drop

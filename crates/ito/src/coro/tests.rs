@@ -295,6 +295,27 @@ fn overflow_child() {
             let mut c = Coro::with_stack(stack, "deep-recursion", || recurse(0));
             let _ = c.resume();
         }
+        Ok("mprotect-guard") => {
+            super::stack::FORCE_MPROTECT_GUARD.with(|f| f.set(true));
+            let pool = StackPool::new(StackPool::MIN_SIZE).unwrap();
+            let mut c = Coro::new(&pool, "mprotect-guard", || recurse(0)).unwrap();
+            let _ = c.resume();
+        }
+        Ok("no-alt-stack") => {
+            // A thread without an alternate signal stack (as one not made by Rust's runtime
+            // may be) gets one on its first resume, so the report can still run.
+            let disable = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            // SAFETY: disabling this thread's alternate stack touches no memory.
+            let rc = unsafe { libc::sigaltstack(&disable, std::ptr::null_mut()) };
+            assert_eq!(rc, 0);
+            let pool = StackPool::new(StackPool::MIN_SIZE).unwrap();
+            let mut c = Coro::new(&pool, "no-alt-stack", || recurse(0)).unwrap();
+            let _ = c.resume();
+        }
         Ok("thread") => {
             // A coroutine first, so that our handler is installed in front of Rust's.
             let pool = StackPool::default();
@@ -311,8 +332,10 @@ fn overflow_child() {
     }
 }
 
-/// Runs [`overflow_child`] in a child process and returns its exit status and standard error.
-fn run_child(which: &str) -> (std::process::ExitStatus, String) {
+/// Runs [`overflow_child`] in a child process, checks that it aborted, and returns its
+/// standard error.
+fn abort_of_child(which: &str) -> String {
+    use std::os::unix::process::ExitStatusExt;
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -323,31 +346,54 @@ fn run_child(which: &str) -> (std::process::ExitStatus, String) {
         .env(CHILD_ENV, which)
         .output()
         .unwrap();
-    (
-        out.status,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "status: {:?}, stderr: {stderr}",
+        out.status
+    );
+    stderr
+}
+
+/// Checks that the child run `which` reported an overflow of the coroutine `name`.
+fn assert_overflow_reported(which: &str, name: &str) {
+    let stderr = abort_of_child(which);
+    let report = format!("coroutine '{name}' has overflowed its stack");
+    assert!(stderr.contains(&report), "stderr: {stderr}");
 }
 
 #[test]
 fn a_coroutine_stack_overflow_is_reported_by_name_and_aborts() {
-    use std::os::unix::process::ExitStatusExt;
-    let (status, stderr) = run_child("coroutine");
-    assert!(
-        stderr.contains("coroutine 'deep-recursion' has overflowed its stack"),
-        "stderr: {stderr}"
-    );
-    assert_eq!(status.signal(), Some(libc::SIGABRT), "status: {status:?}");
+    assert_overflow_reported("coroutine", "deep-recursion");
+}
+
+#[test]
+fn the_older_kernels_guard_page_is_a_protected_mapping_and_reports_overflows() {
+    super::stack::FORCE_MPROTECT_GUARD.with(|f| f.set(true));
+    let stack = StackPool::default().take().unwrap();
+    super::stack::FORCE_MPROTECT_GUARD.with(|f| f.set(false));
+    let (low, _) = stack.guard();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let line = maps
+        .lines()
+        .find(|l| l.starts_with(&format!("{low:x}-")))
+        .expect("the guard page starts a mapping of its own");
+    assert_eq!(line.split_whitespace().nth(1), Some("---p"), "{line}");
+    assert_overflow_reported("mprotect-guard", "mprotect-guard");
+}
+
+#[test]
+fn an_overflow_is_reported_on_a_thread_that_had_no_alternate_signal_stack() {
+    assert_overflow_reported("no-alt-stack", "no-alt-stack");
 }
 
 #[test]
 fn a_thread_stack_overflow_still_reaches_rusts_report() {
-    use std::os::unix::process::ExitStatusExt;
-    let (status, stderr) = run_child("thread");
+    let stderr = abort_of_child("thread");
     assert!(
         stderr.contains("thread 'plain-thread'") && stderr.contains("has overflowed its stack"),
         "stderr: {stderr}"
     );
     assert!(!stderr.contains("coroutine '"), "stderr: {stderr}");
-    assert_eq!(status.signal(), Some(libc::SIGABRT), "status: {status:?}");
 }

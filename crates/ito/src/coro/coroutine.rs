@@ -137,6 +137,11 @@ impl<R> Coro<R> {
     ///
     /// Panics when the coroutine has finished, or when it started on another thread.
     pub(crate) fn resume(&mut self) -> Resumed<R> {
+        assert!(
+            !self.is_done(),
+            "coroutine '{}' resumed after it finished",
+            self.name
+        );
         let me = thread_number();
         if self.home == 0 {
             self.home = me;
@@ -222,7 +227,7 @@ pub(crate) struct SendCoro<R> {
 }
 
 // SAFETY: an unstarted coroutine holds only the `Send` closure (and the stack, which is plain
-// memory); a started one is used (`get`) and dropped only on its home thread, checked by thread
+// memory); a started one is resumed and dropped only on its home thread, checked by thread
 // number, so nothing on its stack is ever touched by another thread. `R: Send` because the
 // value may be taken out on the home thread and then moved anywhere.
 unsafe impl<R: Send> Send for SendCoro<R> {}
@@ -244,16 +249,35 @@ impl<R: Send + 'static> SendCoro<R> {
 }
 
 impl<R> SendCoro<R> {
-    /// The coroutine, when called on its home thread (or it has not started); `None` elsewhere.
-    pub(crate) fn get(&mut self) -> Option<&mut Coro<R>> {
+    /// Whether the caller may use the coroutine: it has not started, or this is its home thread.
+    pub(crate) fn is_home(&self) -> bool {
         let home = self.coro.home;
-        (home == 0 || home == thread_number()).then_some(&mut *self.coro)
+        home == 0 || home == thread_number()
+    }
+
+    /// [`Coro::resume`] on the home thread (the first resume makes the caller's thread home);
+    /// `None`, touching nothing, on any other thread.
+    ///
+    /// The coroutine itself is never handed out: swapped for another `Coro`, whose closure need
+    /// not be `Send`, it would make this `Send` wrapper carry `!Send` data.
+    pub(crate) fn resume(&mut self) -> Option<Resumed<R>> {
+        self.is_home().then(|| self.coro.resume())
+    }
+
+    /// Whether the function returned or panicked.
+    pub(crate) fn is_done(&self) -> bool {
+        self.coro.is_done()
+    }
+
+    /// The name given at creation.
+    pub(crate) fn name(&self) -> &str {
+        self.coro.name()
     }
 }
 
 impl<R> Drop for SendCoro<R> {
     fn drop(&mut self) {
-        if self.get().is_some() {
+        if self.is_home() {
             // SAFETY: `coro` is dropped once, here, on its home thread (or unstarted).
             unsafe { std::mem::ManuallyDrop::drop(&mut self.coro) };
         }

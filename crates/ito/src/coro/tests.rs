@@ -126,6 +126,31 @@ fn dropping_suspended_coroutines_runs_their_destructors() {
     assert_eq!(count.load(Ordering::Relaxed), 1);
 }
 
+#[test]
+fn a_suspended_coroutine_dropped_while_its_resumer_unwinds_runs_its_destructors() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    let pool = StackPool::default();
+    let outer = std::panic::catch_unwind(|| {
+        let mut c = Coro::new(&pool, "dropped-in-unwind", || {
+            let _guard = Counted(&DROPS);
+            suspend();
+        })
+        .unwrap();
+        suspended(c.resume());
+        panic!("the resumer fails")
+    });
+    assert!(outer.is_err());
+    assert_eq!(DROPS.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+#[should_panic(expected = "resumed after it finished")]
+fn resuming_a_finished_coroutine_panics() {
+    let mut c = Coro::new(&StackPool::default(), "once", || ()).unwrap();
+    returned(c.resume());
+    let _ = c.resume();
+}
+
 thread_local! {
     static MARK: Cell<u64> = const { Cell::new(0) };
 }
@@ -162,12 +187,17 @@ fn a_send_coro_is_usable_only_on_its_home_thread() {
     .unwrap();
     // Started on another thread, which becomes its home.
     let mut c = std::thread::spawn(move || {
-        suspended(c.get().unwrap().resume());
+        suspended(c.resume().unwrap());
         c
     })
     .join()
     .unwrap();
-    assert!(c.get().is_none(), "not usable away from home");
+    assert!(
+        !c.is_home() && c.resume().is_none(),
+        "not usable away from home"
+    );
+    assert_eq!(c.name(), "traveller");
+    assert!(!c.is_done());
     // Dropped away from home: leaked, never unwound here.
     drop(c);
 
@@ -179,13 +209,13 @@ fn a_send_coro_is_usable_only_on_its_home_thread() {
     let (tx, rx) = std::sync::mpsc::channel();
     let (back_tx, back_rx) = std::sync::mpsc::channel::<SendCoro<i32>>();
     let home = std::thread::spawn(move || {
-        suspended(c.get().unwrap().resume());
+        suspended(c.resume().unwrap());
         tx.send(c).unwrap();
         let mut c = back_rx.recv().unwrap();
-        returned(c.get().unwrap().resume())
+        returned(c.resume().unwrap())
     });
     let mut c = rx.recv().unwrap();
-    assert!(c.get().is_none());
+    assert!(c.resume().is_none());
     back_tx.send(c).unwrap();
     assert_eq!(home.join().unwrap(), 6);
 }

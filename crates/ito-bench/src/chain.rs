@@ -18,15 +18,14 @@
 //! `rss_bytes / n`, the runtime and the binary included. The clock runs from the first spawn
 //! to the arrival of the result.
 
-use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use ito::process::{self, Mailbox, Pid};
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{self, dedup};
+use crate::measure::{self, PeerRun, dedup};
 
 /// Arguments of `chain`.
 #[derive(Args, Debug)]
@@ -300,11 +299,7 @@ fn run_child(
         Ok(run) => run,
         Err(e) => return template.failed(format!("cannot start child: {e}")),
     };
-    let rec = run
-        .stdout
-        .lines()
-        .find_map(|l| serde_json::from_str::<ChainRecord>(l.trim()).ok());
-    match (rec, run.status) {
+    match (run.line::<ChainRecord>(), run.status) {
         (Some(rec), Some(st)) if st.success() => rec,
         (Some(rec), Some(st)) => rec.failed(format!("child exited with {st}")),
         (_, None) => template.failed("timeout"),
@@ -445,57 +440,24 @@ fn run_tokio(n: u64, flavor: Flavor, workers: usize) -> Result<Outcome, String> 
     })
 }
 
-/// Runs `bench/peers/chain/run.sh <impl> <n>`.
+/// Runs `bench/peers/chain/run.sh <impl> <n> <workers>`.
 fn run_peer(imp: ChainImpl, n: u64, workers: usize, timeout: Duration) -> ChainRecord {
     let template = ChainRecord::template(imp.name(), None, n, Some(workers));
-    let script: PathBuf = match measure::workspace_root() {
-        Ok(root) => root.join("bench/peers/chain/run.sh"),
-        Err(e) => return template.failed(format!("cannot find the workspace: {e}")),
-    };
-    let child = Command::new("bash")
-        .arg(&script)
-        .arg(imp.name())
-        .arg(n.to_string())
-        .arg(workers.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => return template.failed(format!("cannot run {}: {e}", script.display())),
-    };
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) if start.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return template.failed(format!("waiting for {}: {e}", script.display())),
+    let args = [imp.name().to_string(), n.to_string(), workers.to_string()];
+    let run = match measure::run_peer_script("chain/run.sh", &args, timeout) {
+        Ok(PeerRun::Ran(run)) => run,
+        Ok(PeerRun::Skipped(reason)) => {
+            let mut rec = template;
+            rec.ok = true;
+            rec.skipped = Some(reason);
+            return rec;
         }
+        Err(e) => return template.failed(e),
     };
-    let mut out = String::new();
-    if let Some(mut so) = child.stdout.take() {
-        use std::io::Read;
-        let _ = so.read_to_string(&mut out);
-    }
-    let Some(status) = status else {
+    let Some(status) = run.status else {
         return template.failed("timeout");
     };
-    if let Some(reason) = out.lines().find_map(|l| l.trim().strip_prefix("skipped")) {
-        let mut rec = template;
-        rec.ok = true;
-        rec.skipped = Some(reason.trim_start_matches([':', ' ']).to_string());
-        return rec;
-    }
-    let parsed = out
-        .lines()
-        .find_map(|l| serde_json::from_str::<PeerLine>(l.trim()).ok());
-    match parsed {
+    match run.line::<PeerLine>() {
         Some(p) if status.success() => {
             let mut rec = template;
             rec.result = Some(p.result);
@@ -508,7 +470,7 @@ fn run_peer(imp: ChainImpl, n: u64, workers: usize, timeout: Duration) -> ChainR
             }
             rec
         }
-        _ => template.failed(format!("{} printed no result ({status})", script.display())),
+        _ => template.failed(format!("chain/run.sh printed no result ({status})")),
     }
 }
 

@@ -37,6 +37,7 @@
 //! instead of hanging the sweep. Exit status: 0 when every measurement is right, 1 when one
 //! failed (wrong result, timeout, crash), 2 for bad arguments.
 
+mod block;
 mod chain;
 mod fib;
 mod find;
@@ -103,6 +104,8 @@ enum Cmd {
     FanIn(messaging::FanInArgs),
     /// Every experiment of the five documents against their peers: results, plots, report.
     Seeds(seeds::SeedsArgs),
+    /// Issue 19: N synchronous tasks each blocking in a sleep, against goroutines and threads.
+    Block(block::BlockArgs),
 }
 
 /// Arguments of `fib`.
@@ -195,6 +198,7 @@ fn main() -> ExitCode {
         Cmd::PingPong(args) => messaging::ping_pong_command(&args),
         Cmd::FanIn(args) => messaging::fan_in_command(&args),
         Cmd::Seeds(args) => seeds::command(&args),
+        Cmd::Block(args) => block::run(&args),
     }
 }
 

@@ -229,10 +229,56 @@ pub(crate) struct ChildRun {
     pub(crate) status: Option<ExitStatus>,
 }
 
+impl ChildRun {
+    /// The first line of stdout that parses as a `T` (other lines are ignored).
+    pub(crate) fn line<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        self.stdout
+            .lines()
+            .find_map(|l| serde_json::from_str(l.trim()).ok())
+    }
+}
+
 /// Runs this executable with `args` (stderr inherited), killing it after `timeout`.
 pub(crate) fn run_child(args: &[String], timeout: Duration) -> io::Result<ChildRun> {
-    let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
+    run_program(&std::env::current_exe()?, args, timeout)
+}
+
+/// What a peer script of `bench/peers/` did.
+pub(crate) enum PeerRun {
+    /// It printed `skipped: REASON` (its toolchain is missing).
+    Skipped(String),
+    /// It ran (or was killed at the timeout: `status` is `None`).
+    Ran(ChildRun),
+}
+
+/// Runs `bash bench/peers/SCRIPT ARGS...` of the workspace (stderr inherited), killing it
+/// after `timeout`. A peer script prints one JSON line, or a line starting with `skipped` when
+/// its toolchain is missing; the error is a one-line message.
+pub(crate) fn run_peer_script(
+    script: &str,
+    args: &[String],
+    timeout: Duration,
+) -> Result<PeerRun, String> {
+    let root = workspace_root().map_err(|e| format!("cannot find the workspace: {e}"))?;
+    let path = root.join("bench/peers").join(script);
+    let mut full = vec![path.display().to_string()];
+    full.extend_from_slice(args);
+    let run = run_program(Path::new("bash"), &full, timeout)
+        .map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    let skipped = run
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("skipped"))
+        .map(|reason| reason.trim_start_matches([':', ' ']).to_string());
+    Ok(match skipped {
+        Some(reason) => PeerRun::Skipped(reason),
+        None => PeerRun::Ran(run),
+    })
+}
+
+/// Runs `program` with `args` (stderr inherited), killing it after `timeout`.
+fn run_program(program: &Path, args: &[String], timeout: Duration) -> io::Result<ChildRun> {
+    let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

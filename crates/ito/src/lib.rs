@@ -198,6 +198,8 @@
 #![warn(missing_docs)]
 
 pub mod channel;
+#[cfg(all(target_os = "linux", not(loom)))]
+pub(crate) mod coro;
 mod failure;
 pub mod future;
 mod join;

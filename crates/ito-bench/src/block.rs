@@ -1,0 +1,485 @@
+//! `ito-bench block`: issue 19's experiment. N synchronous tasks each block in a sleep of D
+//! milliseconds; the ideal wall time is D. It shows what a blocking call inside a task costs:
+//! a thread (compensation), or a parked goroutine or coroutine.
+//!
+//! - `ito`: `Runtime::spawn_fn(|| ito::sleep(d).wait())` on a runtime of `--workers` workers,
+//!   spawned and waited for from the main thread (outside the runtime).
+//! - `go`: `bench/peers/block/` (N goroutines in `time.Sleep`, `GOMAXPROCS=--workers`), run by
+//!   its `run.sh`, which prints a JSON line, or a `skipped` line when Go is missing.
+//! - `threads`: one OS thread per task (64 KiB stacks), each in `std::thread::sleep`: the
+//!   naive peer. It stops at the system's thread limits (`kernel.pid_max`,
+//!   `vm.max_map_count`, `ulimit -u`); the record then says how many threads it got.
+//!
+//! Every run is a child process of its own, so `rss_bytes` (`VmHWM`) is the run's alone;
+//! `bytes_per_task` is `(rss_bytes - baseline_rss_bytes) / tasks`, the baseline being the
+//! resident set before the first spawn. `peak_threads` is the process's OS thread count, sampled
+//! about every millisecond (`/proc/self/task` for ito and threads, not counting the sampler;
+//! `Threads:` of `/proc/self/status` for Go, read by one more goroutine). The clock runs from the
+//! first spawn to the last task's end.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{self, PeerRun, Sampler, dedup};
+
+/// Arguments of `block`.
+#[derive(Args, Debug)]
+#[command(
+    about = "Issue 19: N synchronous tasks each blocking in a sleep (ito, Go, threads)",
+    long_about = "Issue 19: N synchronous tasks, each blocking in a sleep of --sleep-ms; the \
+        ideal time is the sleep. Impls: ito (spawn_fn + sleep(..).wait()), go \
+        (bench/peers/block/run.sh; skipped without Go), threads (one OS thread per task). Each \
+        run is a child process; one JSON line per run with seconds, peak RSS per task and peak \
+        OS threads; a summary on stderr. Exit status: 0 if every run finished every task, 1 \
+        otherwise, 2 for bad arguments."
+)]
+pub(crate) struct BlockArgs {
+    /// Number(s) of tasks, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100000")]
+    tasks: Vec<u64>,
+    /// How long each task sleeps, in milliseconds.
+    #[arg(long = "sleep-ms", default_value_t = 100)]
+    sleep_ms: u64,
+    /// Implementation(s), comma-separated.
+    #[arg(
+        long = "impl",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ito,go,threads"
+    )]
+    imps: Vec<BlockImpl>,
+    /// Worker threads of ito's runtime and GOMAXPROCS of Go [default: number of CPUs].
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Repetitions of each (tasks, impl), interleaved.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Wall-clock limit of each run in seconds.
+    #[arg(long = "timeout-s", default_value_t = 300.0)]
+    timeout_s: f64,
+    /// Also append the records to bench/results/block.jsonl of the workspace.
+    #[arg(long)]
+    record: bool,
+    /// A note stored in every record (for example, how busy the machine was).
+    #[arg(long)]
+    note: Option<String>,
+    /// Internal: run one measurement in this process (`--impl` one of ito, threads).
+    #[arg(long, hide = true)]
+    child: bool,
+}
+
+/// Which implementation runs the tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BlockImpl {
+    /// `spawn_fn` tasks blocking in `ito::sleep(..).wait()`.
+    Ito,
+    /// Goroutines in `time.Sleep` (`bench/peers/block/block.go`).
+    Go,
+    /// One OS thread per task in `std::thread::sleep`.
+    Threads,
+}
+
+impl BlockImpl {
+    fn name(self) -> &'static str {
+        match self {
+            BlockImpl::Ito => "ito",
+            BlockImpl::Go => "go",
+            BlockImpl::Threads => "threads",
+        }
+    }
+}
+
+/// One run, printed as one JSON line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct BlockRecord {
+    /// Always `"block"`.
+    experiment: String,
+    /// `ito`, `go` or `threads`.
+    #[serde(rename = "impl")]
+    imp: String,
+    /// Tasks started.
+    tasks: u64,
+    /// Each task's sleep in milliseconds (the ideal wall time).
+    sleep_ms: u64,
+    /// ito's workers, Go's GOMAXPROCS; absent for threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    workers: Option<usize>,
+    /// Tasks that finished their sleep (must equal `tasks`).
+    #[serde(default)]
+    completed: Option<u64>,
+    /// Seconds from the first spawn to the last task's end.
+    #[serde(default)]
+    seconds: Option<f64>,
+    /// Peak resident set of the run's process (`VmHWM`), in bytes.
+    #[serde(default)]
+    rss_bytes: Option<u64>,
+    /// Resident set before the first spawn, in bytes.
+    #[serde(default)]
+    baseline_rss_bytes: Option<u64>,
+    /// `(rss_bytes - baseline_rss_bytes) / tasks`.
+    #[serde(default)]
+    bytes_per_task: Option<f64>,
+    /// Peak number of OS threads of the process.
+    #[serde(default)]
+    peak_threads: Option<u64>,
+    /// `git rev-parse --short HEAD`.
+    #[serde(default)]
+    commit: String,
+    /// CPUs available.
+    #[serde(default)]
+    nproc: usize,
+    /// Whether every task finished (or the impl was skipped).
+    ok: bool,
+    /// Why the impl did not run (Go is missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
+    /// Why the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// `--note`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+impl BlockRecord {
+    fn template(imp: BlockImpl, tasks: u64, sleep_ms: u64, workers: usize) -> Self {
+        BlockRecord {
+            experiment: "block".into(),
+            imp: imp.name().into(),
+            tasks,
+            sleep_ms,
+            workers: (imp != BlockImpl::Threads).then_some(workers),
+            completed: None,
+            seconds: None,
+            rss_bytes: None,
+            baseline_rss_bytes: None,
+            bytes_per_task: None,
+            peak_threads: None,
+            commit: measure::commit(),
+            nproc: measure::nproc(),
+            ok: false,
+            skipped: None,
+            error: None,
+            note: None,
+        }
+    }
+
+    fn failed(mut self, error: impl Into<String>) -> Self {
+        self.ok = false;
+        self.error = Some(error.into());
+        self
+    }
+
+    /// Fills in what the process measured and judges the run.
+    fn measured(mut self, m: PeerLine) -> Self {
+        self.completed = Some(m.completed);
+        self.seconds = Some(m.seconds);
+        self.rss_bytes = Some(m.rss_bytes);
+        self.baseline_rss_bytes = Some(m.baseline_rss_bytes);
+        self.bytes_per_task =
+            Some(m.rss_bytes.saturating_sub(m.baseline_rss_bytes) as f64 / self.tasks as f64);
+        self.peak_threads = Some(m.peak_threads);
+        self.ok = m.completed == self.tasks;
+        if !self.ok && self.error.is_none() {
+            self.error = Some(format!("{} of {} tasks finished", m.completed, self.tasks));
+        }
+        self
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a BlockRecord always serializes")
+    }
+}
+
+/// What one process measured: the Go peer's line, and what an in-process run produces.
+#[derive(Deserialize)]
+struct PeerLine {
+    completed: u64,
+    seconds: f64,
+    rss_bytes: u64,
+    baseline_rss_bytes: u64,
+    peak_threads: u64,
+}
+
+/// `ito-bench block`.
+pub(crate) fn run(args: &BlockArgs) -> ExitCode {
+    let workers = args.workers.unwrap_or_else(measure::nproc);
+    if workers == 0 {
+        return crate::usage_error("--workers must be at least 1");
+    }
+    if args.tasks.contains(&0) {
+        return crate::usage_error("--tasks must be at least 1");
+    }
+    if args.repeat == 0 {
+        return crate::usage_error("--repeat must be at least 1");
+    }
+    let timeout = match crate::timeout_of(args.timeout_s) {
+        Ok(t) => t,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let (Some(&first_imp), Some(&first_n)) = (args.imps.first(), args.tasks.first()) else {
+        return crate::usage_error("--impl and --tasks need at least one value");
+    };
+    let sleep = Duration::from_millis(args.sleep_ms);
+    if args.child {
+        let rec = BlockRecord::template(first_imp, first_n, args.sleep_ms, workers);
+        let rec = match first_imp {
+            // The runtime starts before the baseline and the clock.
+            BlockImpl::Ito => match ito::Runtime::builder().workers(workers).build() {
+                Ok(rt) => in_process(rec, || ito_tasks(&rt, first_n, sleep)),
+                Err(e) => rec.failed(format!("cannot start the runtime: {e}")),
+            },
+            BlockImpl::Threads => in_process(rec, || thread_tasks(first_n, sleep)),
+            BlockImpl::Go => return crate::usage_error("--child runs ito or threads only"),
+        };
+        println!("{}", rec.to_json());
+        return if rec.ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let sink = match measure::results_sink(args.record, "block.jsonl") {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let mut records = Vec::new();
+    for _ in 0..args.repeat {
+        for &n in &dedup(&args.tasks) {
+            for &imp in &dedup(&args.imps) {
+                let template = BlockRecord::template(imp, n, args.sleep_ms, workers);
+                let mut rec = match imp {
+                    BlockImpl::Go => go_peer(template, workers, timeout),
+                    _ => child(template, workers, timeout),
+                };
+                rec.note = args.note.clone();
+                sink.emit_line(&rec.to_json());
+                records.push(rec);
+            }
+        }
+    }
+    summary(&records, workers);
+    if records.iter().all(|r| r.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs one ito or threads measurement in a child process of this binary.
+fn child(template: BlockRecord, workers: usize, timeout: Duration) -> BlockRecord {
+    let args: Vec<String> = [
+        "block",
+        "--child",
+        "--impl",
+        &template.imp,
+        "--tasks",
+        &template.tasks.to_string(),
+        "--sleep-ms",
+        &template.sleep_ms.to_string(),
+        "--workers",
+        &workers.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let run = match measure::run_child(&args, timeout) {
+        Ok(run) => run,
+        Err(e) => return template.failed(format!("cannot start child: {e}")),
+    };
+    match (run.line::<BlockRecord>(), run.status) {
+        (Some(rec), Some(_)) => rec,
+        (_, None) => template.failed("timeout"),
+        (None, Some(st)) => template.failed(format!("child printed no record ({st})")),
+    }
+}
+
+/// Runs `bench/peers/block/run.sh N SLEEP_MS WORKERS`.
+fn go_peer(template: BlockRecord, workers: usize, timeout: Duration) -> BlockRecord {
+    let args = [
+        template.tasks.to_string(),
+        template.sleep_ms.to_string(),
+        workers.to_string(),
+    ];
+    let run = match measure::run_peer_script("block/run.sh", &args, timeout) {
+        Ok(PeerRun::Ran(run)) => run,
+        Ok(PeerRun::Skipped(reason)) => {
+            let mut rec = template;
+            rec.ok = true;
+            rec.skipped = Some(reason);
+            return rec;
+        }
+        Err(e) => return template.failed(e),
+    };
+    let Some(status) = run.status else {
+        return template.failed("timeout");
+    };
+    match run.line::<PeerLine>() {
+        Some(line) if status.success() => template.measured(line),
+        _ => template.failed(format!("block/run.sh printed no result ({status})")),
+    }
+}
+
+/// Measures `tasks` (which returns how many tasks finished, or why it could not run them) in
+/// this process: baseline RSS, wall time, peak RSS and peak threads.
+fn in_process(template: BlockRecord, tasks: impl FnOnce() -> (u64, Option<String>)) -> BlockRecord {
+    let baseline = measure::vm_rss_bytes().unwrap_or(0);
+    let sampler = Sampler::start(None);
+    let start = Instant::now();
+    let (completed, error) = tasks();
+    let seconds = start.elapsed().as_secs_f64();
+    let peak_threads = sampler.finish() as u64;
+    let mut rec = template;
+    rec.error = error;
+    rec.measured(PeerLine {
+        completed,
+        seconds,
+        rss_bytes: measure::vm_hwm_bytes().unwrap_or(0),
+        baseline_rss_bytes: baseline,
+        peak_threads,
+    })
+}
+
+/// `n` `spawn_fn` tasks on `rt`, each blocking in `ito::sleep(d).wait()`; returns how many
+/// finished.
+fn ito_tasks(rt: &ito::Runtime, n: u64, d: Duration) -> (u64, Option<String>) {
+    let done = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let done = Arc::clone(&done);
+            rt.spawn_fn(move || {
+                if ito::sleep(d).wait().is_ok() {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let failed = tasks.into_iter().filter(|t| t.wait().is_err()).count();
+    let error = (failed > 0).then(|| format!("{failed} tasks failed"));
+    (done.load(Ordering::Relaxed), error)
+}
+
+/// `n` OS threads (64 KiB stacks) each in `std::thread::sleep(d)`; returns how many finished,
+/// and why spawning stopped if it did.
+fn thread_tasks(n: u64, d: Duration) -> (u64, Option<String>) {
+    let done = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    let mut error = None;
+    for i in 0..n {
+        let done = Arc::clone(&done);
+        let spawned = std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                std::thread::sleep(d);
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                error = Some(format!("spawned {i} threads, then: {e}"));
+                break;
+            }
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    (done.load(Ordering::Relaxed), error)
+}
+
+/// The summary on stderr: per task count, the best run of each impl, and issue 19's targets.
+fn summary(records: &[BlockRecord], workers: usize) {
+    let ns: Vec<u64> = records.iter().map(|r| r.tasks).collect();
+    for n in dedup(&ns) {
+        eprintln!("block tasks={n}:");
+        let best = |imp: &str| {
+            records
+                .iter()
+                .filter(|r| r.imp == imp && r.tasks == n && r.ok && r.skipped.is_none())
+                .min_by(|a, b| {
+                    a.seconds
+                        .unwrap_or(f64::MAX)
+                        .total_cmp(&b.seconds.unwrap_or(f64::MAX))
+                })
+        };
+        for imp in ["ito", "go", "threads"] {
+            if let Some(r) = best(imp) {
+                eprintln!(
+                    "  {imp:<7} best {:.3} s, {:.0} bytes/task, {} OS threads at peak",
+                    r.seconds.unwrap_or(f64::NAN),
+                    r.bytes_per_task.unwrap_or(f64::NAN),
+                    r.peak_threads.unwrap_or(0)
+                );
+            } else if let Some(r) = records.iter().find(|r| r.imp == imp && r.tasks == n) {
+                let why = r
+                    .skipped
+                    .as_deref()
+                    .or(r.error.as_deref())
+                    .unwrap_or("failed");
+                eprintln!("  {imp:<7} no complete run: {why}");
+            }
+        }
+        if let Some(i) = best("ito") {
+            let (s, b, t) = (
+                i.seconds.unwrap_or(f64::MAX),
+                i.bytes_per_task.unwrap_or(f64::MAX),
+                i.peak_threads.unwrap_or(u64::MAX),
+            );
+            let go = best("go").and_then(|g| g.seconds);
+            let met = |ok: bool| if ok { "met" } else { "not met" };
+            eprintln!(
+                "  issue 19's targets: time <= Go's ({}), <= {} OS threads ({t}: {}), <= 8 KiB per \
+                 task ({b:.0} bytes: {})",
+                go.map_or("no Go run".to_string(), |g| format!(
+                    "{s:.3} vs {g:.3} s: {}",
+                    met(s <= g)
+                )),
+                workers + 4,
+                met(t <= workers as u64 + 4),
+                met(b <= 8192.0)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_in_process_impl_counts_every_task() {
+        let d = Duration::from_millis(1);
+        let rec = in_process(BlockRecord::template(BlockImpl::Threads, 20, 1, 2), || {
+            thread_tasks(20, d)
+        });
+        assert!(rec.ok, "{rec:?}");
+        assert_eq!(rec.completed, Some(20));
+        assert!(rec.peak_threads.unwrap() >= 1);
+
+        let rt = ito::Runtime::builder().workers(1).build().unwrap();
+        let rec = in_process(BlockRecord::template(BlockImpl::Ito, 20, 1, 1), || {
+            ito_tasks(&rt, 20, d)
+        });
+        assert!(rec.ok, "{rec:?}");
+        assert_eq!(rec.completed, Some(20));
+    }
+
+    #[test]
+    fn a_run_that_did_not_finish_every_task_fails() {
+        let line = PeerLine {
+            completed: 9,
+            seconds: 0.1,
+            rss_bytes: 2000,
+            baseline_rss_bytes: 1000,
+            peak_threads: 3,
+        };
+        let rec = BlockRecord::template(BlockImpl::Go, 10, 100, 2).measured(line);
+        assert!(!rec.ok);
+        assert_eq!(rec.error.as_deref(), Some("9 of 10 tasks finished"));
+        assert_eq!(rec.bytes_per_task, Some(100.0));
+    }
+}

@@ -1,0 +1,253 @@
+//! Coroutine stacks: reserved with `mmap`, a guard page at the low end, committed by the
+//! kernel only as they are touched, and kept in a bounded per-thread cache for reuse.
+//!
+//! Each stack is its own anonymous mapping. The guard page is installed with
+//! `MADV_GUARD_INSTALL` (Linux 6.13) where the kernel has it: a guard marker in the page table
+//! that faults like `PROT_NONE` but does not split the mapping, so neighbouring stacks merge into
+//! one kernel mapping and 100,000 of them stay far below `vm.max_map_count` (65,530 by default).
+//! On an older kernel the guard page is `mprotect(PROT_NONE)`, which costs two mappings per stack
+//! and so caps a process at about 32,000 live stacks under the default limit.
+
+#[cfg(test)]
+use std::cell::Cell;
+use std::cell::RefCell;
+use std::fmt;
+use std::io;
+use std::num::NonZeroUsize;
+use std::ptr;
+
+/// `madvise` advice that installs guard markers (Linux 6.13); older `libc` releases lack it.
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// How many released stacks one thread keeps for reuse; the rest are unmapped.
+///
+/// A cached stack keeps the pages its last task touched, so the bound also bounds the memory a
+/// thread holds on to: a shallow task leaves a page or two behind, and even stacks used to their
+/// full depth cost at most `CACHE_CAP * size` per thread.
+pub(crate) const CACHE_CAP: usize = 32;
+
+/// The system page size.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: `sysconf` with a valid name has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).expect("the page size is positive")
+}
+
+/// The size of every stack a pool hands out, checked when the pool is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StackPool {
+    /// Usable bytes (a whole number of pages), not counting the guard page.
+    size: usize,
+}
+
+/// A stack size a [`StackPool`] refuses, with the bounds it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StackSizeError {
+    /// The size asked for.
+    pub(crate) requested: usize,
+}
+
+impl fmt::Display for StackSizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "task stack size {} is out of range ({} bytes to {} bytes)",
+            self.requested,
+            StackPool::MIN_SIZE,
+            StackPool::MAX_SIZE
+        )
+    }
+}
+
+impl std::error::Error for StackSizeError {}
+
+impl StackPool {
+    /// The default usable size of a task's stack: 256 KiB (see `docs/coroutines.md`).
+    pub(crate) const DEFAULT_SIZE: usize = 256 * 1024;
+    /// The smallest stack a pool accepts: room for a panic's unwinding and formatting.
+    pub(crate) const MIN_SIZE: usize = 16 * 1024;
+    /// The largest stack a pool accepts: a thread's default on Linux (8 MiB) times 128.
+    pub(crate) const MAX_SIZE: usize = 1 << 30;
+
+    /// A pool of stacks of `size` usable bytes, rounded up to whole pages.
+    pub(crate) fn new(size: usize) -> Result<Self, StackSizeError> {
+        if !(Self::MIN_SIZE..=Self::MAX_SIZE).contains(&size) {
+            return Err(StackSizeError { requested: size });
+        }
+        let page = page_size();
+        Ok(StackPool {
+            size: size.div_ceil(page) * page,
+        })
+    }
+
+    /// The usable size of this pool's stacks in bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// A stack from this thread's cache, or a newly mapped one.
+    pub(crate) fn take(&self) -> io::Result<Stack> {
+        let cached = CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            match c.last() {
+                Some(s) if s.size == self.size => c.pop(),
+                _ => None,
+            }
+        });
+        match cached {
+            Some(raw) => Ok(Stack { raw: Some(raw) }),
+            None => RawStack::map(self.size).map(|raw| Stack { raw: Some(raw) }),
+        }
+    }
+}
+
+impl Default for StackPool {
+    fn default() -> Self {
+        StackPool::new(StackPool::DEFAULT_SIZE).expect("the default stack size is in range")
+    }
+}
+
+thread_local! {
+    /// Released stacks kept for reuse by this thread, most recently released last.
+    static CACHE: RefCell<Vec<RawStack>> = const { RefCell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set this to take the older kernels' path: a `PROT_NONE` guard page.
+    pub(crate) static FORCE_MPROTECT_GUARD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a test asked this thread for the older kernels' `PROT_NONE` guard page.
+fn force_mprotect_guard() -> bool {
+    #[cfg(test)]
+    return FORCE_MPROTECT_GUARD.with(Cell::get);
+    #[cfg(not(test))]
+    false
+}
+
+/// One mapping: a guard page at its low end, then `size` usable bytes.
+#[derive(Debug)]
+struct RawStack {
+    /// The lowest address of the mapping (the guard page).
+    low: NonZeroUsize,
+    /// Usable bytes above the guard page.
+    size: usize,
+}
+
+impl RawStack {
+    /// Maps a stack of `size` usable bytes (a multiple of the page size) and guards its low page.
+    fn map(size: usize) -> io::Result<RawStack> {
+        let page = page_size();
+        let len = size + page;
+        // SAFETY: an anonymous private mapping at an address of the kernel's choosing aliases
+        // nothing; `MAP_NORESERVE` reserves address space only, pages are committed on touch.
+        let addr = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let raw = RawStack {
+            low: NonZeroUsize::new(addr as usize).expect("mmap does not return null"),
+            size,
+        };
+        // SAFETY: the range is the start of the mapping just made, which nothing else uses.
+        // Huge pages are refused so that touching one page of a stack commits one page.
+        unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
+        // SAFETY: as above; the guard page is the mapping's first page.
+        if force_mprotect_guard() || unsafe { libc::madvise(addr, page, MADV_GUARD_INSTALL) } != 0 {
+            // SAFETY: as above; an older kernel gets a `PROT_NONE` page instead.
+            if unsafe { libc::mprotect(addr, page, libc::PROT_NONE) } != 0 {
+                return Err(io::Error::last_os_error()); // `raw` unmaps on drop
+            }
+        }
+        Ok(raw)
+    }
+
+    /// One past the highest usable byte: where the stack starts, since it grows down.
+    fn base(&self) -> usize {
+        self.low.get() + page_size() + self.size
+    }
+}
+
+impl Drop for RawStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours alone and nothing runs on it any more (a `Stack` is
+        // released only after its coroutine finished or was unwound).
+        let rc =
+            unsafe { libc::munmap(self.low.get() as *mut libc::c_void, self.size + page_size()) };
+        debug_assert_eq!(rc, 0, "munmap of a coroutine stack failed");
+    }
+}
+
+/// A stack taken from a [`StackPool`]; dropping it returns it to this thread's cache (or
+/// unmaps it when the cache is full). Its memory is not cleared on return: see
+/// `docs/coroutines.md` for why reuse keeps the touched pages.
+#[derive(Debug)]
+pub(crate) struct Stack {
+    /// `None` only while being dropped.
+    raw: Option<RawStack>,
+}
+
+impl Stack {
+    fn raw(&self) -> &RawStack {
+        self.raw.as_ref().expect("a live stack has its mapping")
+    }
+
+    /// The guard page's address range, `[low, low + page)`.
+    pub(crate) fn guard(&self) -> (usize, usize) {
+        let low = self.raw().low.get();
+        (low, low + page_size())
+    }
+
+    /// Usable bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.raw().size
+    }
+
+    /// Gives the pages of the usable range back to the kernel (they read as zero when touched
+    /// again); the guard stays. Used to measure what reuse without it saves.
+    #[cfg(test)]
+    pub(crate) fn discard_pages(&self) {
+        let raw = self.raw();
+        let start = raw.low.get() + page_size();
+        // SAFETY: the usable range is ours and nothing runs on it (a `Stack` value is not in use
+        // by a coroutine); `MADV_DONTNEED` keeps guard markers.
+        unsafe { libc::madvise(start as *mut libc::c_void, raw.size, libc::MADV_DONTNEED) };
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let Some(raw) = self.raw.take() else { return };
+        // `try_with`: during thread exit the cache may be gone; the stack is then unmapped.
+        let _ = CACHE.try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() < CACHE_CAP {
+                c.push(raw);
+            }
+        });
+    }
+}
+
+// SAFETY: `base` and `limit` describe one mapping owned by this value, which lives (in a
+// `Stack`) as long as the coroutine using it; `limit` includes the guard page at the low end;
+// both are page-aligned, hence aligned to `STACK_ALIGNMENT`; the usable part is at least
+// `StackPool::MIN_SIZE`, above `MIN_STACK_SIZE`.
+unsafe impl corosensei::stack::Stack for Stack {
+    fn base(&self) -> corosensei::stack::StackPointer {
+        NonZeroUsize::new(self.raw().base()).expect("a stack's base is not null")
+    }
+
+    fn limit(&self) -> corosensei::stack::StackPointer {
+        self.raw().low
+    }
+}

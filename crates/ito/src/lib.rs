@@ -147,7 +147,8 @@
 //! [the scheduler](design::scheduler) (the sleep protocol, and why `wait()` cannot deadlock),
 //! [fork-join](design::join), [the STM](design::stm), [cancellation and
 //! scopes](design::structured), [`sync` and `channel`](design::sync),
-//! [processes](design::process) and [`ito-find`](design::find). [`future`] lists every
+//! [processes](design::process), [`ito-find`](design::find) and [coroutine
+//! stacks](design::coroutines). [`future`] lists every
 //! combinator and the collection functions.
 //!
 //! ## Internals
@@ -173,6 +174,7 @@
 //! | STM: variables, the transaction log, commit, `retry` sleepers | `stm/` |
 //! | small values freed on another thread (STM values, mailbox nodes) | `magazine.rs` |
 //! | timers | `time/` |
+//! | stackful coroutines: pooled guarded stacks, suspend and resume, overflow reports | `coro/` |
 //! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |
 //!
 //! **A spawned task's path.** `ito::spawn_fn(f)` (`lib.rs`) enters the runtime once, the task
@@ -233,6 +235,8 @@ pub mod design {
     pub mod process {}
     #[doc = include_str!("../../../docs/find.md")]
     pub mod find {}
+    #[doc = include_str!("../../../docs/coroutines.md")]
+    pub mod coroutines {}
 }
 
 /// The README's code blocks, compiled and run as doctests.

@@ -113,11 +113,30 @@ where
 {
     // SAFETY: the node is `Map::node` of a live `Map` (it holds a reference on `out`).
     let m = unsafe { container::<Map<T, U, F>>(node, std::mem::offset_of!(Map<T, U, F>, node)) };
-    // SAFETY: the node is called once, so the closure is taken once.
-    let f = unsafe { m.as_ref() }
-        .f
-        .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
-    let result = match action {
+    // SAFETY: the node is called once, with `src` its source.
+    let result = unsafe { apply_once(&m.as_ref().f, src, action) };
+    // SAFETY: the node is `out`'s only completer and holds a reference on it.
+    unsafe { finish(m.cast::<CompletionCell<U>>(), result) };
+}
+
+/// Takes a combinator's closure out of `f` and applies it to the source's result: on
+/// `Notify`, `f(&result)`, with a panic as a failure; on `Discard` (the source was destroyed
+/// uncompleted), the closure is dropped and the result is `BrokenPromise`.
+///
+/// # Safety
+/// Called once per closure, by the node registered on `src` (a `CompletionCell<T>`), with the
+/// action it was called with.
+unsafe fn apply_once<T, R, F>(
+    f: &UnsafeCell<ManuallyDrop<F>>,
+    src: NonNull<CellHeader>,
+    action: Action,
+) -> Result<R, Failure>
+where
+    F: FnOnce(&Result<T, Failure>) -> Result<R, Failure>,
+{
+    // SAFETY: called once, so the closure is taken once.
+    let f = f.with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
+    match action {
         Action::Notify => {
             // SAFETY: notified, so the source (a `CompletionCell<T>`) is complete.
             let v = unsafe { src.cast::<CompletionCell<T>>().as_ref().value_unchecked() };
@@ -127,9 +146,7 @@ where
             drop_guarded(f);
             Err(Failure::BrokenPromise)
         }
-    };
-    // SAFETY: the node is `out`'s only completer and holds a reference on it.
-    unsafe { finish(m.cast::<CompletionCell<U>>(), result) };
+    }
 }
 
 /// A future completed with `f(&source's result)` when `src` completes.
@@ -188,21 +205,8 @@ where
     let off = std::mem::offset_of!(Flat<T, U, F>, node1);
     // SAFETY: the node is `Flat::node1` of a live `Flat`.
     let m = unsafe { container::<Flat<T, U, F>>(node, off) };
-    // SAFETY: node1 is called once, so the closure is taken once.
-    let f = unsafe { m.as_ref() }
-        .f
-        .with_mut(|p| unsafe { ManuallyDrop::take(&mut *p) });
-    let next = match action {
-        Action::Notify => {
-            // SAFETY: notified, so the source (a `CompletionCell<T>`) is complete.
-            let v = unsafe { src.cast::<CompletionCell<T>>().as_ref().value_unchecked() };
-            guard(move || f(v)).and_then(|r| r)
-        }
-        Action::Discard => {
-            drop_guarded(f);
-            Err(Failure::BrokenPromise)
-        }
-    };
+    // SAFETY: node1 is called once, with `src` its source.
+    let next = unsafe { apply_once(&m.as_ref().f, src, action) };
     match next {
         Ok(fut) => {
             // node1's reference on `out` passes to node2.

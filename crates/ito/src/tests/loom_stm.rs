@@ -68,15 +68,26 @@ fn commit_is_atomic<V: Value>() {
     });
 }
 
-#[test]
-fn loom_stm_commit_is_atomic() {
-    commit_is_atomic::<i32>();
+/// A model run twice: on a scalar (stored inline) and on a boxed value.
+macro_rules! scalar_and_boxed {
+    ($model:ident, $scalar:ident, $boxed:ident) => {
+        #[test]
+        fn $scalar() {
+            $model::<i32>();
+        }
+
+        #[test]
+        fn $boxed() {
+            $model::<Boxed>();
+        }
+    };
 }
 
-#[test]
-fn loom_stm_commit_is_atomic_boxed() {
-    commit_is_atomic::<Boxed>();
-}
+scalar_and_boxed!(
+    commit_is_atomic,
+    loom_stm_commit_is_atomic,
+    loom_stm_commit_is_atomic_boxed
+);
 
 /// Two increments of one variable race: neither is lost.
 fn no_lost_update<V: Value>() {
@@ -91,15 +102,11 @@ fn no_lost_update<V: Value>() {
     });
 }
 
-#[test]
-fn loom_stm_no_lost_update() {
-    no_lost_update::<i32>();
-}
-
-#[test]
-fn loom_stm_no_lost_update_boxed() {
-    no_lost_update::<Boxed>();
-}
+scalar_and_boxed!(
+    no_lost_update,
+    loom_stm_no_lost_update,
+    loom_stm_no_lost_update_boxed
+);
 
 /// A value of two words (published one after the other) is never seen torn, inside a
 /// transaction or outside.

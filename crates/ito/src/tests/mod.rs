@@ -4,6 +4,7 @@
 mod loom_cell;
 mod loom_idle;
 mod loom_join;
+mod loom_notify;
 mod loom_process;
 mod loom_stm;
 mod loom_sync;

@@ -165,7 +165,7 @@ pub mod scope;
 pub mod stm;
 pub mod sync;
 mod task;
-mod time;
+pub mod time;
 
 #[cfg(all(test, loom))]
 mod tests;

@@ -153,6 +153,7 @@
 //! - [`future`]: every combinator and the collection functions.
 
 #![warn(missing_docs)]
+#![warn(missing_debug_implementations)]
 
 pub mod channel;
 mod failure;

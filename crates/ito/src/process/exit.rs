@@ -55,6 +55,7 @@ use crate::loom::{AtomicBool, Mutex, MutexGuard, Ordering};
 /// assert_eq!(p.on_exit().wait(), Ok(Exit::reason("bad config")));
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Exit {
     /// The body returned `()` or `Ok(())`. Links ignore it (unless they trap exits).
     Normal,

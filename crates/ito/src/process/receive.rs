@@ -500,3 +500,18 @@ impl<M, P> Drop for RecvMatching<'_, M, P> {
         }
     }
 }
+
+impl<M: Send + 'static> std::fmt::Debug for Recv<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Recv").field(&*self.mb).finish()
+    }
+}
+
+impl<M: Send + 'static, P> std::fmt::Debug for RecvMatching<'_, M, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvMatching")
+            .field("mailbox", &*self.mb)
+            .field("scanned", &!self.scanned.is_null())
+            .finish_non_exhaustive()
+    }
+}

@@ -42,6 +42,7 @@ use crate::Failure;
 /// sup.kill();
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Strategy {
     /// Restart only the child that ended.
     OneForOne,
@@ -241,6 +242,7 @@ impl fmt::Debug for SupervisorMsg {
 
 /// One child, as [`which_children`](Pid::which_children) reports it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ChildInfo {
     /// The child's name.
     pub name: Arc<str>,

@@ -17,9 +17,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::block::BlockRef;
-use super::exit::{self, Down, ExitSignal, IntoExit, MonitorRef};
+use super::exit::{self, Down, ExitSignal, MonitorRef};
 use super::mailbox::{Node, NodeBox, Take, free_list, reverse};
 use super::pid::{AnyPid, Pid, ProcessId};
+use super::reason::IntoExit;
 
 /// A process's mailbox: how it receives its messages, and how it links, monitors and traps
 /// exits. Each process gets its own from [`spawn`](super::spawn).

@@ -29,8 +29,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::call::{CallError, ReplyTo, call};
-use super::exit::{Exit, ExitSignal};
+use super::exit::ExitSignal;
 use super::pid::{AnyPid, Pid, ProcessId};
+use super::reason::Exit;
 use super::receive::Mailbox;
 use crate::Failure;
 

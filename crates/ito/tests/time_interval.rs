@@ -40,8 +40,9 @@ fn sleep_awaits_to_unit_and_resets() {
     assert!(long.is_elapsed());
 }
 
-/// Many hour-long sleeps polled once and dropped, in tasks: each drop removes its timer
-/// entry, and none of them keeps the tasks from finishing.
+/// Hour-long sleeps inside `timeout`s, in tasks: each timeout ends first and drops its
+/// sleep (whose timer entry is removed; `time::sleep`'s unit tests check that), and no task
+/// is held up by a sleep it dropped.
 #[test]
 fn dropped_sleeps_in_tasks() {
     let tasks: Vec<_> = (0..100)

@@ -128,12 +128,15 @@
 //! ```
 //!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
-//! its message; timeouts are [`Failure::Timeout`].
+//! its message and its payload (which [`Failure::into_panic`] hands back, to resume it); a
+//! user error keeps its type ([`Failure::downcast_ref`]); timeouts are [`Failure::Timeout`].
 //!
 //! ```
 //! use std::time::Duration;
 //! let f = ito::spawn_fn(|| -> u8 { panic!("bad input") });
 //! assert_eq!(f.wait(), Err(ito::Failure::Panic("bad input".into())));
+//! let err = ito::spawn_fn(|| -> u8 { std::panic::panic_any(42u32) }).wait().unwrap_err();
+//! assert_eq!(err.into_panic().unwrap().downcast::<u32>().ok().map(|b| *b), Some(42));
 //! let slow = ito::Future::<u8>::never().with_timeout(Duration::from_millis(1));
 //! assert_eq!(slow.wait(), Err(ito::Failure::Timeout));
 //! ```
@@ -198,6 +201,7 @@
 //!    `runtime/inject.rs`), or a combinator's callback (`future/`).
 
 #![warn(missing_docs)]
+#![warn(missing_debug_implementations)]
 
 pub mod channel;
 #[cfg(all(target_os = "linux", not(loom)))]
@@ -213,7 +217,7 @@ pub mod scope;
 pub mod stm;
 pub mod sync;
 mod task;
-mod time;
+pub mod time;
 
 #[cfg(all(test, loom))]
 mod tests;
@@ -244,7 +248,7 @@ pub mod design {
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-pub use failure::Failure;
+pub use failure::{Failure, PanicPayload};
 pub use future::{Future, Promise};
 pub use join::{block_in_place, join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};

@@ -13,13 +13,13 @@ pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
 };
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
 };
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 /// Threads: a parked owner of a join job is woken through its `Thread` handle.
 pub(crate) mod thread {

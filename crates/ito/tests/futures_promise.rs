@@ -537,13 +537,19 @@ fn failure_equality() {
     assert_ne!(Failure::Panic("a".into()), Failure::msg("a"));
     assert_eq!(Failure::msg("x"), Failure::msg("x"));
     assert_ne!(Failure::msg("x"), Failure::msg("y"));
-    // User errors that display the same are equal.
-    assert_eq!(
+    // Typed user errors are equal only to themselves (a failure and its clones), never by
+    // their text; compare them through `downcast_ref`.
+    assert_ne!(
         Failure::from_error(std::io::Error::other("same")),
         Failure::msg("same")
     );
+    assert_ne!(
+        Failure::from_error(MyError(1)),
+        Failure::from_error(MyError(1))
+    );
     let e = Failure::from_error(MyError(1));
     assert_eq!(e.clone(), e);
+    assert_eq!(e.downcast_ref::<MyError>().map(|m| m.0), Some(1));
 }
 
 #[test]

@@ -47,6 +47,49 @@ fn exit_reasons() {
     assert_eq!(ended(&failed), Exit::reason("timed out"));
 }
 
+/// Exits keep what they came from: an I/O error returned with `?`, any error through
+/// `Box<dyn Error>`, a typed error from a failed future, and a panic's payload, which can be
+/// resumed. Typed errors are equal only to themselves (and their clones).
+#[test]
+fn exit_reasons_keep_typed_errors_and_panic_payloads() {
+    quiet_expected_panics();
+    let io = process::spawn(|_: Mailbox<()>| async {
+        std::fs::File::open("/no/such/file/anywhere")?;
+        Ok::<(), std::io::Error>(())
+    });
+    let boxed = process::spawn(|_: Mailbox<()>| async {
+        let _: u8 = "300".parse()?;
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    });
+    let from_future = process::spawn(|_: Mailbox<()>| async {
+        ito::Future::<u8>::failed(ito::Failure::from_error(std::fmt::Error)).await?;
+        Ok::<(), Exit>(())
+    });
+    let panicked = process::spawn(|_: Mailbox<()>| async { std::panic::panic_any(17u64) });
+    let io = ended(&io);
+    let e = io.downcast_ref::<std::io::Error>().expect("the io::Error");
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(io, io.clone());
+    assert_ne!(io, Exit::reason(io.to_string()));
+    assert!(
+        ended(&boxed)
+            .downcast_ref::<std::num::ParseIntError>()
+            .is_some()
+    );
+    assert!(
+        ended(&from_future)
+            .downcast_ref::<std::fmt::Error>()
+            .is_some()
+    );
+    match ended(&panicked) {
+        Exit::Panic(p) => {
+            let payload = p.into_payload();
+            assert_eq!(payload.downcast_ref::<u64>(), Some(&17));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 #[test]
 fn a_crash_kills_linked_processes() {
     quiet_expected_panics();

@@ -239,7 +239,7 @@ fn try_acquire_bounds_a_recursive_search() {
                     }));
                 }
                 Err(TryAcquireError::NoPermits) => total += count(sem, depth - 1, tasks),
-                Err(TryAcquireError::Closed) => unreachable!(),
+                Err(e) => unreachable!("{e}"),
             }
         }
         total + children.iter().map(get).sum::<u64>()

@@ -39,6 +39,7 @@ impl<T> SendError<T> {
 /// assert_eq!(tx.try_send(3), Err(TrySendError::Closed(3)));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TrySendError<T> {
     /// The buffer is full (for a rendezvous channel: no receiver is waiting).
     Full(T),
@@ -86,6 +87,7 @@ impl<T> TrySendError<T> {
 /// assert_eq!(tx.send_blocking(7), Err(SendBlockingError::Closed(7)));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendBlockingError<T> {
     /// The channel is closed (or was closed while the sender waited for room).
     Closed(T),
@@ -115,6 +117,7 @@ impl<T> SendBlockingError<T> {
 /// assert_eq!(rx.recv_blocking(), Err(RecvError::Closed));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RecvError {
     /// The channel is closed and empty: nothing will ever arrive.
     Closed,
@@ -134,6 +137,7 @@ pub enum RecvError {
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TryRecvError {
     /// Nothing to receive right now (for a rendezvous channel: no sender is waiting).
     Empty,

@@ -228,3 +228,19 @@ impl<'a, T: Clone> IntoFuture for &'a Future<T> {
         }
     }
 }
+
+impl<T> std::fmt::Debug for Wait<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wait")
+            .field("registered", &self.reg.registered)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> std::fmt::Debug for WaitRef<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitRef")
+            .field("registered", &self.reg.registered)
+            .finish_non_exhaustive()
+    }
+}

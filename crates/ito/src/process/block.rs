@@ -29,9 +29,10 @@ use std::ops::Deref;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
-use super::exit::{Exit, Extras, MonitorRef, Notify};
+use super::exit::{Extras, MonitorRef, Notify};
 use super::mailbox::{MailboxCore, NodeBox};
 use super::pid::{AnyPid, ProcessId};
+use super::reason::Exit;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering, fence};
 use crate::task::slab;
 

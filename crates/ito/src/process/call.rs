@@ -68,6 +68,7 @@ impl<R> fmt::Debug for ReplyTo<R> {
 /// assert!(matches!(r, Err(CallError::NoReply)));
 /// ```
 #[derive(PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallError<M> {
     /// The server had ended: the request was not delivered and is handed back.
     NoProc(M),

@@ -30,8 +30,10 @@
 //!   the selective [`Mailbox::recv_matching`], which leaves the messages it passes over queued
 //!   in order. Messages from one sender arrive in the order sent.
 //! - **Ending**: a body that returns `()` ends with [`Exit::Normal`]; one that returns
-//!   `Err(reason)` or an [`Exit`], with that reason; a panic, with [`Exit::Panic`] and its
-//!   message; [`Pid::kill`], with [`Exit::Killed`], whatever the process is waiting for (its
+//!   `Err(reason)` or an [`Exit`], with that reason (an `io::Error` or a
+//!   `Box<dyn Error + Send + Sync>` is kept as [`Exit::Error`], so `?` works on any error and
+//!   [`Exit::downcast_ref`] finds it); a panic, with [`Exit::Panic`] and its message and
+//!   payload; [`Pid::kill`], with [`Exit::Killed`], whatever the process is waiting for (its
 //!   body is dropped, so destructors run).
 //! - **Links** ([`Mailbox::link`], [`Mailbox::spawn_link`]): when one of two linked processes
 //!   ends abnormally, the other ends with the same reason, unless it traps exits
@@ -55,6 +57,7 @@ mod call;
 mod exit;
 mod mailbox;
 mod pid;
+mod reason;
 mod receive;
 mod registry;
 mod run;
@@ -63,8 +66,9 @@ mod supervisor;
 use std::future::Future as StdFuture;
 
 pub use call::{CallError, ReplyTo, call};
-pub use exit::{Down, Exit, ExitSignal, IntoExit, MonitorRef};
+pub use exit::{Down, ExitSignal, MonitorRef};
 pub use pid::{AnyPid, Pid, ProcessId, SendError};
+pub use reason::{Exit, IntoExit};
 pub use receive::{Mailbox, Recv, RecvMatching};
 pub use registry::{RegisterError, register, unregister, whereis, whereis_any};
 pub use supervisor::{ChildInfo, ChildSpec, Restart, Strategy, Supervisor, SupervisorMsg};

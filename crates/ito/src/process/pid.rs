@@ -7,7 +7,8 @@ use std::hash::{Hash, Hasher};
 use std::ptr::NonNull;
 
 use super::block::{Block, BlockRef, Ctl};
-use super::exit::{Exit, MonitorRef};
+use super::exit::MonitorRef;
+use super::reason::Exit;
 use crate::{Future, Promise};
 
 /// A process's identity: unique for the life of the program (never reused, even though a

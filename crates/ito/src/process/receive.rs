@@ -17,9 +17,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::block::BlockRef;
-use super::exit::{self, Down, ExitSignal, IntoExit, MonitorRef};
+use super::exit::{self, Down, ExitSignal, MonitorRef};
 use super::mailbox::{Node, NodeBox, Take, free_list, reverse};
 use super::pid::{AnyPid, Pid, ProcessId};
+use super::reason::IntoExit;
 
 /// A process's mailbox: how it receives its messages, and how it links, monitors and traps
 /// exits. Each process gets its own from [`spawn`](super::spawn).
@@ -498,5 +499,20 @@ impl<M, P> Drop for RecvMatching<'_, M, P> {
         if self.armed {
             self.mb.block.mailbox.disarm();
         }
+    }
+}
+
+impl<M: Send + 'static> std::fmt::Debug for Recv<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Recv").field(&*self.mb).finish()
+    }
+}
+
+impl<M: Send + 'static, P> std::fmt::Debug for RecvMatching<'_, M, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvMatching")
+            .field("mailbox", &*self.mb)
+            .field("scanned", &!self.scanned.is_null())
+            .finish_non_exhaustive()
     }
 }

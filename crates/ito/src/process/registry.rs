@@ -31,6 +31,7 @@ fn table() -> MutexGuard<'static, HashMap<Arc<str>, AnyPid>> {
 /// assert_eq!(process::register("doc-dead", &p), Err(RegisterError::NotAlive));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// Another live process has this name.
     Taken(ProcessId),

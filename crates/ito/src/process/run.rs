@@ -29,8 +29,8 @@ use std::ptr;
 use std::task::{Context, Poll, Waker};
 
 use super::block::{Block, BlockRef};
-use super::exit::{Exit, IntoExit};
 use super::pid::Pid;
+use super::reason::{Exit, IntoExit};
 use super::receive::Mailbox;
 use crate::Failure;
 use crate::runtime::{self, Shared};

@@ -29,8 +29,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::call::{CallError, ReplyTo, call};
-use super::exit::{Exit, ExitSignal};
+use super::exit::ExitSignal;
 use super::pid::{AnyPid, Pid, ProcessId};
+use super::reason::Exit;
 use super::receive::Mailbox;
 use crate::Failure;
 
@@ -42,6 +43,7 @@ use crate::Failure;
 /// sup.kill();
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Strategy {
     /// Restart only the child that ended.
     OneForOne,
@@ -241,6 +243,7 @@ impl fmt::Debug for SupervisorMsg {
 
 /// One child, as [`which_children`](Pid::which_children) reports it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ChildInfo {
     /// The child's name.
     pub name: Arc<str>,

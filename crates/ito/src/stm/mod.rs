@@ -467,6 +467,15 @@ pub struct Atomically<F> {
 
 impl<F> Unpin for Atomically<F> {}
 
+impl<F> std::fmt::Debug for Atomically<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Atomically")
+            .field("conflicts", &self.conflicts)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F, R> StdFuture for Atomically<F>
 where
     F: FnMut(&mut Tx) -> StmResult<R>,

@@ -493,6 +493,15 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     }
 }
 
+impl<T> std::fmt::Debug for TQueue<T> {
+    /// The capacity only: the contents are transactional state, read with `atomically`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TQueue")
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::List;

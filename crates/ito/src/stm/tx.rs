@@ -853,3 +853,11 @@ unsafe fn retire(guard: &Guard, value: *mut (), free: unsafe fn(*mut ())) {
 // SAFETY: the values belong to `TVar<T>`s with `T: Send + Sync`; the batch only frees them.
 #[cfg(not(loom))]
 unsafe impl Send for RetiredBatch {}
+
+impl std::fmt::Debug for Tx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tx")
+            .field("read_version", &self.rv)
+            .finish_non_exhaustive()
+    }
+}

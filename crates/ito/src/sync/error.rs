@@ -14,6 +14,7 @@ use crate::Failure;
 /// assert_eq!(sem.acquire_blocking().unwrap_err(), AcquireError::Closed);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AcquireError {
     /// The semaphore was [closed](super::Semaphore::close).
     Closed,
@@ -28,6 +29,7 @@ pub enum AcquireError {
 /// assert_eq!(Semaphore::new(0).try_acquire().unwrap_err(), TryAcquireError::NoPermits);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TryAcquireError {
     /// Not enough permits free right now (or others are waiting for them).
     NoPermits,

@@ -1,5 +1,7 @@
 //! Synchronization for tasks and threads: [`Semaphore`], [`Mutex`], [`RwLock`], [`Latch`],
-//! [`WaitGroup`], [`Barrier`], and the bounded task [`Pool`]. Channels are in
+//! [`WaitGroup`], [`Barrier`], [`Notify`], the bounded task [`Pool`], and the channels that
+//! are not a queue: [`broadcast`] (every receiver gets every value), [`watch`] (the latest
+//! value) and [`oneshot`] (one value). The multi-producer, multi-consumer queue is
 //! [`channel`](crate::channel).
 //!
 //! Every primitive can be used three ways:
@@ -44,15 +46,20 @@
 
 mod acquire;
 mod barrier;
+pub mod broadcast;
+mod condvar;
 mod error;
 mod latch;
 mod mutex;
+mod notify;
+pub mod oneshot;
 mod permit;
 mod pool;
 mod rwlock;
 mod semaphore;
 mod wait_group;
 pub(crate) mod wait_list;
+pub mod watch;
 
 use std::future::Future as StdFuture;
 use std::pin::pin;
@@ -62,6 +69,7 @@ pub use barrier::{Barrier, BarrierWait, BarrierWaitResult};
 pub use error::{AcquireError, Cancelled, TryAcquireError, TryLockError};
 pub use latch::{Latch, LatchWait};
 pub use mutex::{Lock, Mutex, MutexGuard};
+pub use notify::{Notified, Notify};
 pub use permit::{OwnedSemaphorePermit, SemaphorePermit};
 pub use pool::{Pool, Reservation, Reserve};
 pub use rwlock::{Read, RwLock, RwLockReadGuard, RwLockWriteGuard, Write};

@@ -37,7 +37,7 @@ impl Wake for Unpark {
 
 /// Runs `fut` on this loom thread, parking between polls (a lost wake-up is a deadlock loom
 /// reports).
-fn block_on<F: Future>(fut: F) -> F::Output {
+pub(super) fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let unpark = StdArc::new(Unpark {
         thread: thread::current(),
@@ -57,7 +57,7 @@ fn block_on<F: Future>(fut: F) -> F::Output {
 /// Polls `fut` once with a waker that does nothing, then drops it: a waiter that gives up
 /// at an arbitrary point (queued, granted but unseen, or served at once). Returns what the
 /// poll returned, if it was ready.
-fn poll_once_then_drop<F: Future>(fut: F) -> Option<F::Output> {
+pub(super) fn poll_once_then_drop<F: Future>(fut: F) -> Option<F::Output> {
     let mut fut = pin!(fut);
     match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(v) => Some(v),

@@ -3,6 +3,7 @@
 
 mod loom_cell;
 mod loom_join;
+mod loom_notify;
 mod loom_park;
 mod loom_process;
 mod loom_stm;

@@ -1,4 +1,20 @@
-//! Timers: [`sleep`], [`timeout`], and the timer wheel behind them.
+//! Timers: [`sleep`], [`Sleep`], [`timeout`], [`interval`], and the timer wheel behind them.
+//!
+//! [`sleep`] returns an [`ito::Future`](crate::Future), which several readers can share and
+//! compose; [`Sleep`] is the one-awaiter future a tokio user expects (`.await` yields `()`,
+//! dropping it removes its timer entry, it can be reset). [`Interval`] ticks at a fixed
+//! period.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ito::time::{Sleep, interval};
+//! ito::block_on(async {
+//!     Sleep::new(Duration::from_millis(1)).await;
+//!     let mut every = interval(Duration::from_millis(1));
+//!     let first = every.tick().await;
+//!     assert!(every.tick().await > first);
+//! });
+//! ```
 //!
 //! One timer thread per process drives a hierarchical timing wheel (`wheel.rs`). It sleeps
 //! exactly until the earliest deadline (not rounded up to a tick), fires what is due, and runs
@@ -7,15 +23,20 @@
 //! never runs user code.
 
 mod driver;
+mod interval;
+mod sleep;
 mod wheel;
 
+use std::fmt;
 use std::future::{Future as StdFuture, IntoFuture};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-pub(crate) use driver::{TimerHandle, call_at};
+pub(crate) use driver::call_at;
+pub use interval::{Interval, MissedTickBehavior, Tick, interval, interval_at};
+pub use sleep::Sleep;
+use sleep::Timer;
 
 use crate::{Failure, Future, Promise};
 
@@ -69,23 +90,22 @@ pub fn sleep_until(deadline: Instant) -> Future<()> {
 pub fn timeout<F: IntoFuture>(duration: Duration, fut: F) -> Timeout<F::IntoFuture> {
     Timeout {
         fut: fut.into_future(),
-        deadline: Instant::now() + duration,
-        timer: None,
+        timer: Timer::new(Instant::now() + duration),
     }
 }
 
-/// The future of [`timeout`].
+/// The future of [`timeout`]: `fut`'s output, or [`Failure::Timeout`] once the deadline
+/// passes. Dropping it drops `fut` and removes its timer entry.
+///
+/// ```
+/// use std::time::Duration;
+/// let t: ito::Timeout<_> = ito::timeout(Duration::from_secs(1), async { "in time" });
+/// assert_eq!(ito::block_on(t), Ok("in time"));
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Timeout<F> {
     fut: F,
-    deadline: Instant,
-    timer: Option<(TimerHandle, Arc<Mutex<TimerSlot>>)>,
-}
-
-#[derive(Default)]
-struct TimerSlot {
-    fired: bool,
-    waker: Option<Waker>,
+    timer: Timer,
 }
 
 impl<F: StdFuture> StdFuture for Timeout<F> {
@@ -99,47 +119,15 @@ impl<F: StdFuture> StdFuture for Timeout<F> {
         if let Poll::Ready(v) = fut.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        if Instant::now() >= this.deadline {
-            return Poll::Ready(Err(Failure::Timeout));
-        }
-        match &this.timer {
-            Some((_, slot)) => {
-                let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
-                if s.fired {
-                    return Poll::Ready(Err(Failure::Timeout));
-                }
-                if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    s.waker = Some(cx.waker().clone());
-                }
-            }
-            None => {
-                let slot = Arc::new(Mutex::new(TimerSlot {
-                    fired: false,
-                    waker: Some(cx.waker().clone()),
-                }));
-                let s2 = slot.clone();
-                let handle = call_at(this.deadline, move || {
-                    let w = {
-                        let mut s = s2.lock().unwrap_or_else(|e| e.into_inner());
-                        s.fired = true;
-                        s.waker.take()
-                    };
-                    if let Some(w) = w {
-                        w.wake();
-                    }
-                });
-                this.timer = Some((handle, slot));
-            }
-        }
-        Poll::Pending
+        this.timer.poll_elapsed(cx).map(|()| Err(Failure::Timeout))
     }
 }
 
-impl<F> Drop for Timeout<F> {
-    fn drop(&mut self) {
-        if let Some((h, _)) = self.timer.take() {
-            h.cancel();
-        }
+impl<F> fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("deadline", &self.timer.deadline())
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,0 +1,143 @@
+//! `ito::sync::Notify` (and the wake-all waits of `broadcast` and `watch`) under every
+//! interleaving loom finds. A lost notification shows up as a loom deadlock (a waiter parked
+//! for ever); a duplicated one as a waiter that passes with nothing left to give it.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use loom::sync::Arc;
+use loom::thread;
+
+use super::loom_sync::{block_on, poll_once_then_drop};
+use crate::sync::{Notify, broadcast, watch};
+
+/// Whether `fut` is ready on its first poll (it is dropped after).
+fn ready_at_once<F: Future>(fut: F) -> bool {
+    let fut = pin!(fut);
+    matches!(
+        fut.poll(&mut Context::from_waker(Waker::noop())),
+        Poll::Ready(_)
+    )
+}
+
+/// `notify_one` racing a waiter that is about to queue: the waiter always gets through
+/// (queued and woken, or by the permit), and the notification is used up.
+#[test]
+fn loom_notify_one_vs_waiter() {
+    loom::model(|| {
+        let notify = Arc::new(Notify::new());
+        let n = notify.clone();
+        let t = thread::spawn(move || n.notify_one());
+        block_on(notify.notified());
+        t.join().unwrap();
+        assert!(
+            !ready_at_once(notify.notified()),
+            "a notification counted twice"
+        );
+    });
+}
+
+/// Two waiters and a notifier that notifies, waits for one of them to acknowledge, and
+/// notifies again (two `notify_one`s in a row with nobody queued are one permit, by design):
+/// both waiters get through, each notification is used once, and nothing is left over.
+#[test]
+fn loom_notify_two_waiters_two_notifications() {
+    loom::model(|| {
+        let notify = Arc::new(Notify::new());
+        let ack = Arc::new(Notify::new());
+        let (n1, a1) = (notify.clone(), ack.clone());
+        let notifier = thread::spawn(move || {
+            for _ in 0..2 {
+                n1.notify_one();
+                block_on(a1.notified());
+            }
+        });
+        let (n2, a2) = (notify.clone(), ack.clone());
+        let waiter = thread::spawn(move || {
+            block_on(n2.notified());
+            a2.notify_one();
+        });
+        block_on(notify.notified());
+        ack.notify_one();
+        waiter.join().unwrap();
+        notifier.join().unwrap();
+        assert!(
+            !ready_at_once(notify.notified()),
+            "a notification counted twice"
+        );
+    });
+}
+
+/// A waiter that gives up at any point (before queuing, queued, or chosen but unseen) does
+/// not swallow the notification meant for the waiter that stays.
+#[test]
+fn loom_notify_cancelled_waiter_passes_it_on() {
+    loom::model(|| {
+        let notify = Arc::new(Notify::new());
+        let (n1, n2) = (notify.clone(), notify.clone());
+        let quitter = thread::spawn(move || {
+            // Took it (permit): give it back, as a caller that got through would pass it on.
+            if poll_once_then_drop(n1.notified()).is_some() {
+                n1.notify_one();
+            }
+        });
+        let notifier = thread::spawn(move || n2.notify_one());
+        block_on(notify.notified());
+        quitter.join().unwrap();
+        notifier.join().unwrap();
+        assert!(
+            !ready_at_once(notify.notified()),
+            "a notification counted twice"
+        );
+    });
+}
+
+/// `notify_waiters` racing a waiter created before it: the waiter is released whether it
+/// queued before the call or polls after it.
+#[test]
+fn loom_notify_waiters_vs_waiter() {
+    loom::model(|| {
+        let notify = Arc::new(Notify::new());
+        let notified = notify.notified();
+        let n = notify.clone();
+        let t = thread::spawn(move || n.notify_waiters());
+        block_on(notified);
+        t.join().unwrap();
+    });
+}
+
+/// A broadcast send racing a receiver that is about to wait, and the last sender's drop:
+/// the receiver gets the value, then `Closed`; it never sleeps through either.
+#[test]
+fn loom_broadcast_send_vs_receiver() {
+    loom::model(|| {
+        let (tx, mut rx) = broadcast::channel(1);
+        let t = thread::spawn(move || {
+            tx.send(7).unwrap();
+        });
+        assert_eq!(block_on(rx.recv()), Ok(7));
+        assert_eq!(block_on(rx.recv()), Err(broadcast::RecvError::Closed));
+        t.join().unwrap();
+    });
+}
+
+/// A watch send racing `changed`: the receiver wakes and reads the new value (never an older
+/// one than the version it marked seen).
+#[test]
+fn loom_watch_send_vs_changed() {
+    loom::model(|| {
+        let (tx, mut rx) = watch::channel(0);
+        let t = thread::spawn(move || {
+            tx.send(1).unwrap();
+            tx
+        });
+        block_on(rx.changed()).unwrap();
+        assert_eq!(*rx.borrow_and_update(), 1);
+        drop(t.join().unwrap());
+        assert_eq!(
+            block_on(rx.changed()),
+            Err(crate::channel::RecvError::Closed)
+        );
+    });
+}

@@ -1,15 +1,15 @@
 //! Regression tests for bugs found in task cancellation and structured concurrency. Each test
 //! failed before the fix named in its comment.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use common::{YieldOnce, get};
 use ito::{Promise, Runtime};
+use support::{YieldOnce, get};
 
 fn rt(workers: usize) -> Runtime {
     Runtime::builder().workers(workers).build().unwrap()
@@ -157,7 +157,7 @@ impl Clone for BadClone {
 /// A failed clone is a failure like any other (as in the combinators).
 #[test]
 fn a_task_set_survives_a_panicking_clone() {
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let gate = Promise::<()>::new();
     let g = gate.future();
     let mut set = ito::TaskSet::new();
@@ -207,7 +207,7 @@ fn a_cancellation_callback_may_use_its_token() {
     });
     // Bounded only so that the deadlock fails the test instead of hanging it.
     is_done
-        .recv_timeout(common::LONG)
+        .recv_timeout(support::LONG)
         .expect("cancel() deadlocked in its own callback");
     assert_eq!(get(&child_is_cancelled), Ok(true));
     assert_eq!(get(&cancel_again), Ok(()));

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use ito::{Failure, Future, Promise};
 
-mod common;
-use common::{LONG, get, quiet_expected_panics};
+mod support;
+use support::{LONG, get, quiet_expected_panics};
 
 /// Payload of the non-string panics these tests provoke on purpose.
 struct ExpectedPayload;

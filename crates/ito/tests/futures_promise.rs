@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use ito::future::{AlreadyCompleted, first_completed_of, first_success_of, fold, sequence};
 use ito::{Failure, Future, Promise};
 
-mod common;
-use common::{LONG, get, quiet_expected_panics};
+mod support;
+use support::{LONG, get, quiet_expected_panics};
 
 // ---------------------------------------------------------------------------------------------
 // Completion races

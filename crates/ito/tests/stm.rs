@@ -1,15 +1,15 @@
 //! Software transactional memory: atomicity, opacity, retry wake-ups, or_else, panics,
 //! nesting, contention, and waiting without pinning workers.
 
-mod common;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::quiet_expected_panics;
 use ito::stm::{StmResult, TVar, Tx, atomically, atomically_async, check, retry};
+use support::quiet_expected_panics;
 
 #[test]
 fn reads_see_own_writes_and_commits_are_visible() {
@@ -274,8 +274,8 @@ fn async_retry_hand_off() {
             .await;
         }
     });
-    assert_eq!(common::get(&producer), Ok(()));
-    assert_eq!(common::get(&consumer), Ok(ROUNDS * (ROUNDS - 1) / 2));
+    assert_eq!(support::get(&producer), Ok(()));
+    assert_eq!(support::get(&consumer), Ok(ROUNDS * (ROUNDS - 1) / 2));
 }
 
 /// A synchronous `atomically` that retries on a worker does not pin it: on a one-worker
@@ -289,8 +289,8 @@ fn a_retrying_task_does_not_pin_its_worker() {
     std::thread::sleep(Duration::from_millis(10));
     let f = flag.clone();
     let setter = rt.spawn_fn(move || atomically(|tx| f.write(tx, true)));
-    assert_eq!(common::get(&setter), Ok(()));
-    assert_eq!(common::get(&waiter), Ok(()));
+    assert_eq!(support::get(&setter), Ok(()));
+    assert_eq!(support::get(&waiter), Ok(()));
 }
 
 #[test]
@@ -430,7 +430,7 @@ fn a_long_transaction_is_not_starved() {
     for h in hammers {
         h.join().unwrap();
     }
-    assert!(took < common::LONG, "the long transaction took {took:?}");
+    assert!(took < support::LONG, "the long transaction took {took:?}");
     assert!(total.read_atomic() > 0);
 }
 

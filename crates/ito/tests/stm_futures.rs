@@ -1,16 +1,16 @@
 //! Futures and promises as transactional cells: reads that retry, completions that commit
 //! with the transaction, `multi_try_success` all-or-nothing under races.
 
-mod common;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::quiet_expected_panics;
 use ito::stm::{StmResult, TVar, atomically, multi_try_success, retry};
 use ito::{Failure, Promise};
+use support::quiet_expected_panics;
 
 #[test]
 fn read_tx_waits_for_completion_and_sees_failures() {
@@ -174,7 +174,7 @@ fn dining_philosophers_with_promise_forks() {
                     })
                 })
                 .collect();
-            let ate: Vec<bool> = eaters.iter().map(|e| common::get(e).unwrap()).collect();
+            let ate: Vec<bool> = eaters.iter().map(|e| support::get(e).unwrap()).collect();
             let mut held = 0;
             for (i, &e) in ate.iter().enumerate() {
                 if e {
@@ -199,7 +199,7 @@ fn async_read_tx_waits() {
     let waiter = rt.spawn(async move { ito::stm::atomically_async(|tx| f.read_tx(tx)).await });
     std::thread::sleep(Duration::from_millis(10));
     assert!(p.try_success(3));
-    assert_eq!(common::get(&waiter), Ok(Ok(3)));
+    assert_eq!(support::get(&waiter), Ok(Ok(3)));
 }
 
 /// A callback of a promise completed by a transaction may itself run a transaction: it runs

@@ -3,7 +3,7 @@
 //! commit starting transactions; opacity across plain completions; reading one's own
 //! completion; a panicking waker during a commit).
 
-mod common;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
@@ -243,7 +243,7 @@ fn a_panicking_waker_loses_other_wake_ups() {
     });
     let pf = p.future();
     let waiter = std::thread::spawn(move || pf.wait_timeout(Duration::from_secs(3)));
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     std::thread::sleep(Duration::from_millis(300));
     let (x3, p3) = (x.clone(), p.clone());
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -347,7 +347,7 @@ fn serial_mode_waiting_for_another_threads_transaction_deadlocks() {
 #[test]
 fn async_serial_token_survives_a_panic() {
     use std::future::Future as _;
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let mut c = Conflicter::new();
     let mut fut = atomically_async(move |tx| {
         let attempt = c.maybe_conflict(tx, 16)?;
@@ -448,7 +448,7 @@ fn a_value_replaced_on_a_worker_that_goes_idle_is_dropped() {
 /// transaction run for ever: it is a clear panic instead.
 #[test]
 fn a_stale_conflict_is_a_clear_panic() {
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let mut c = Conflicter::new();
     let mut kept: Option<ito::stm::StmError> = None;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -463,6 +463,6 @@ fn a_stale_conflict_is_a_clear_panic() {
             Ok(())
         })
     }));
-    let msg = common::panic_message(&*r.unwrap_err());
+    let msg = support::panic_message(&*r.unwrap_err());
     assert!(msg.contains("earlier attempt"), "{msg}");
 }

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use ito::{Failure, Future};
 
+pub(crate) mod derive;
+
 /// Upper bound for waits that are expected to end (reached only if something hangs).
 pub(crate) const LONG: Duration = Duration::from_secs(10);
 

@@ -2,7 +2,7 @@
 //! values handed back on errors, cancel safety of receives, iterators and `Stream`, and
 //! blocking calls inside tasks on one worker.
 
-mod sync_util;
+mod support;
 
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use ito::channel::{self, RecvError, SendBlockingError, SendError, TryRecvError, TrySendError};
-use sync_util::{CountWaker, LogWaker, get, poll_once, rt};
+use support::{CountWaker, LogWaker, get_ok, poll_once, rt};
 
 const SENDERS: usize = 4;
 const RECEIVERS: usize = 4;
@@ -117,8 +117,8 @@ fn mpmc_tasks_no_loss_no_duplication() {
             })
             .collect();
         drop((tx, rx));
-        senders.iter().for_each(get);
-        let total: usize = receivers.iter().map(get).sum();
+        senders.iter().for_each(get_ok);
+        let total: usize = receivers.iter().map(get_ok).sum();
         assert_eq!(total, SENDERS * PER_SENDER);
         assert_each_once(&seen);
     }
@@ -354,8 +354,8 @@ fn blocking_calls_in_tasks_on_one_worker() {
             tx.send_blocking(i).unwrap();
         }
     });
-    get(&producer);
-    assert_eq!(get(&consumer), 1275);
+    get_ok(&producer);
+    assert_eq!(get_ok(&consumer), 1275);
 }
 
 /// The iterators: `iter` blocks until closed, `try_iter` takes what is there, `for v in rx`.
@@ -413,6 +413,6 @@ fn ping_pong_in_order() {
         }
         expect
     });
-    get(&producer);
-    assert_eq!(get(&consumer), 10_000);
+    get_ok(&producer);
+    assert_eq!(get_ok(&consumer), 10_000);
 }

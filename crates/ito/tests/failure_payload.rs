@@ -1,10 +1,10 @@
 //! `Failure` keeps what it came from: a panic's payload, to resume it, and a destructor of
 //! that payload which panics is contained.
 
-mod common;
+mod support;
 
-use common::quiet_expected_panics;
 use ito::Failure;
+use support::quiet_expected_panics;
 
 /// A panic's payload survives the failure (and its clones): the first `into_panic` gets the
 /// original payload, which `resume_unwind` resumes; later clones get the message.

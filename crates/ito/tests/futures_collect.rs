@@ -11,8 +11,8 @@ use ito::future::{
 };
 use ito::{Failure, Future, Promise};
 
-mod common;
-use common::{get, quiet_expected_panics};
+mod support;
+use support::{get, quiet_expected_panics};
 
 fn promises<T>(n: usize) -> (Vec<Promise<T>>, Vec<Future<T>>) {
     let ps: Vec<Promise<T>> = (0..n).map(|_| Promise::new()).collect();

@@ -1,13 +1,13 @@
 //! Fork-join: results, panics, deep recursion, and composition with waiting, async code,
 //! other runtimes and other threads.
 
-mod common;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::quiet_expected_panics;
+use support::quiet_expected_panics;
 
 fn fib(n: u64) -> u64 {
     if n < 2 {
@@ -143,7 +143,7 @@ fn a_side_may_wait_for_the_other() {
             let f = p.future();
             let (got, ok) = rt.install(|| {
                 ito::join(
-                    || f.wait_timeout(common::LONG).expect("the other side ran"),
+                    || f.wait_timeout(support::LONG).expect("the other side ran"),
                     || p.try_success(9),
                 )
             });
@@ -158,7 +158,7 @@ fn a_side_may_wait_for_the_other() {
             ito::join(
                 || {
                     ito::join(
-                        || ito::join(|| f.wait_timeout(common::LONG).unwrap(), || 1).0,
+                        || ito::join(|| f.wait_timeout(support::LONG).unwrap(), || 1).0,
                         || 2,
                     )
                     .0
@@ -355,7 +355,7 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(common::LONG)
+    rx.recv_timeout(support::LONG)
         .unwrap_or_else(|_| panic!("{what}: did not finish in time"))
 }
 

@@ -2,14 +2,14 @@
 //! kills (of a process waiting for a message, and of one waiting for something else), and
 //! the shutdown of a process's runtime.
 
-mod common;
+mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use common::{LONG, quiet_expected_panics};
 use ito::process::{self, AnyPid, Down, Exit, ExitSignal, Mailbox, Pid};
+use support::{LONG, quiet_expected_panics};
 
 fn ended<M: Send + 'static>(p: &Pid<M>) -> Exit {
     p.on_exit()

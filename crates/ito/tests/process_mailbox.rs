@@ -2,7 +2,7 @@
 //! receive, sends to ended processes, receives polled with foreign wakers, the size of a
 //! process, and document 001's chain.
 
-mod common;
+mod support;
 
 use std::future::Future as StdFuture;
 use std::pin::Pin;
@@ -11,8 +11,8 @@ use std::sync::{Arc, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use common::LONG;
 use ito::process::{self, Exit, Mailbox, Pid, SendError};
+use support::LONG;
 
 /// Waits for a process to end, failing the test instead of hanging.
 fn ended<M: Send + 'static>(p: &Pid<M>) -> Exit {

@@ -1,13 +1,13 @@
 //! The registry (names freed when their process ends) and `call` (request and reply on a
 //! promise: answers, timeouts, dead servers, dropped requests).
 
-mod common;
+mod support;
 
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::LONG;
 use ito::process::{self, CallError, Exit, Mailbox, Pid, RegisterError, ReplyTo};
+use support::LONG;
 
 fn ended<M: Send + 'static>(p: &Pid<M>) -> Exit {
     p.on_exit()

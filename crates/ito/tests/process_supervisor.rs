@@ -1,15 +1,15 @@
 //! Supervisors: each strategy, each restart type, the restart intensity, and stopping.
 
-mod common;
+mod support;
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
-use common::{LONG, quiet_expected_panics};
 use ito::process::{
     self, AnyPid, ChildInfo, ChildSpec, Exit, Mailbox, Pid, Restart, Strategy, Supervisor,
     SupervisorMsg,
 };
+use support::{LONG, quiet_expected_panics};
 
 fn ended(p: &AnyPid) -> Exit {
     p.on_exit()

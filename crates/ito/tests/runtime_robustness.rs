@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ito::{Failure, Promise, Runtime};
 
-mod common;
-use common::quiet_expected_panics as quiet;
+mod support;
+use support::quiet_expected_panics as quiet;
 
 /// Panics in `Drop` (but not while already unwinding).
 struct PanicOnDrop;

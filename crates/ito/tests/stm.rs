@@ -1,15 +1,16 @@
 //! Software transactional memory: atomicity, opacity, retry wake-ups, or_else, panics,
 //! nesting, contention, and waiting without pinning workers.
 
-mod common;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::quiet_expected_panics;
 use ito::stm::{StmResult, TVar, Tx, atomically, atomically_async, check, retry};
+use support::quiet_expected_panics;
 
 #[test]
 fn reads_see_own_writes_and_commits_are_visible() {
@@ -274,8 +275,8 @@ fn async_retry_hand_off() {
             .await;
         }
     });
-    assert_eq!(common::get(&producer), Ok(()));
-    assert_eq!(common::get(&consumer), Ok(ROUNDS * (ROUNDS - 1) / 2));
+    assert_eq!(support::get(&producer), Ok(()));
+    assert_eq!(support::get(&consumer), Ok(ROUNDS * (ROUNDS - 1) / 2));
 }
 
 /// A synchronous `atomically` that retries on a worker does not pin it: on a one-worker
@@ -289,8 +290,8 @@ fn a_retrying_task_does_not_pin_its_worker() {
     std::thread::sleep(Duration::from_millis(10));
     let f = flag.clone();
     let setter = rt.spawn_fn(move || atomically(|tx| f.write(tx, true)));
-    assert_eq!(common::get(&setter), Ok(()));
-    assert_eq!(common::get(&waiter), Ok(()));
+    assert_eq!(support::get(&setter), Ok(()));
+    assert_eq!(support::get(&waiter), Ok(()));
 }
 
 #[test]
@@ -430,7 +431,7 @@ fn a_long_transaction_is_not_starved() {
     for h in hammers {
         h.join().unwrap();
     }
-    assert!(took < common::LONG, "the long transaction took {took:?}");
+    assert!(took < support::LONG, "the long transaction took {took:?}");
     assert!(total.read_atomic() > 0);
 }
 
@@ -477,4 +478,93 @@ fn transactions_compose_through_functions() {
         (a.read_atomic(), b.read_atomic(), c.read_atomic()),
         (6, 1, 3)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regressions from the STM review: variable lifetimes
+// ---------------------------------------------------------------------------------------------
+
+static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Clone)]
+struct Counted(#[allow(dead_code)] Vec<u8>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        DROPS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Finding 1: The closure drops the last handle of a TVar it has read, then retries.
+/// `sleep_until_changed` does `inc_ref` on a count that already reached 0 (the free is already
+/// deferred), unpins, and later `Registration::drop` touches the freed header and frees it
+/// again.
+#[test]
+fn retry_after_dropping_last_handle_of_a_read_tvar() {
+    let keep = Arc::new(TVar::new(0u32));
+    let k2 = keep.clone();
+    let mut doomed = Some(TVar::new(Counted(vec![7; 64])));
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(if cfg!(miri) { 10 } else { 200 }));
+        // Pin many times so the epoch advances and the deferred free of `doomed` runs.
+        for _ in 0..(if cfg!(miri) { 600 } else { 20_000 }) {
+            let _ = k2.read_atomic();
+        }
+        atomically(|tx| k2.write(tx, 1));
+        for _ in 0..(if cfg!(miri) { 600 } else { 20_000 }) {
+            let _ = k2.read_atomic();
+        }
+    });
+    let got = atomically(|tx| {
+        if let Some(d) = doomed.as_ref() {
+            let _ = d.read(tx)?;
+        }
+        doomed = None; // last handle dropped while `d` is in the read log
+        let k = keep.read(tx)?;
+        if k == 0 { retry() } else { Ok(k) }
+    });
+    writer.join().unwrap();
+    // Commit a lot more on this thread (each commit defers a free) so the deferred frees
+    // queued on this thread run.
+    for i in 0..(if cfg!(miri) { 300 } else { 20_000 }) {
+        atomically(|tx| keep.write(tx, i));
+    }
+    for _ in 0..(if cfg!(miri) { 300 } else { 20_000 }) {
+        let _ = keep.read_atomic();
+    }
+    assert_eq!(got, 1);
+    assert!(
+        DROPS.load(Ordering::SeqCst) <= 2,
+        "the TVar's value was dropped twice (double free)"
+    );
+    // The value of `doomed` (plus clones made by reads) must be dropped; a double free of the
+    // TVar drops its current value twice.
+    let d = DROPS.load(Ordering::SeqCst);
+    eprintln!("drops = {d}");
+}
+
+/// Finding 11: a value replaced by a transaction on a worker that then goes idle is dropped
+/// soon (the worker hands its retired values to the collector before it sleeps).
+#[test]
+fn a_value_replaced_on_a_worker_that_goes_idle_is_dropped() {
+    let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    let (tx_, rx) = mpsc::channel::<()>();
+    let slot = Arc::new(TVar::new(Some(tx_)));
+    let s = slot.clone();
+    rt.spawn_fn(move || atomically(|tx| s.write(tx, None)))
+        .wait()
+        .unwrap();
+    // Other threads keep using the STM meanwhile (their pins advance the epoch and collect).
+    let other = TVar::new(0u64);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut r = Err(mpsc::RecvTimeoutError::Timeout);
+    while std::time::Instant::now() < deadline {
+        for i in 0..1000 {
+            atomically(|tx| other.write(tx, i));
+        }
+        r = rx.recv_timeout(Duration::from_millis(1));
+        if r.is_err_and(|e| e == mpsc::RecvTimeoutError::Disconnected) {
+            break;
+        }
+    }
+    assert_eq!(r, Err(mpsc::RecvTimeoutError::Disconnected));
 }

@@ -1,16 +1,16 @@
 //! Futures and promises as transactional cells: reads that retry, completions that commit
 //! with the transaction, `multi_try_success` all-or-nothing under races.
 
-mod common;
+mod support;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use common::quiet_expected_panics;
-use ito::stm::{StmResult, TVar, atomically, multi_try_success, retry};
+use ito::stm::{StmResult, TVar, atomically, atomically_async, multi_try_success, retry};
 use ito::{Failure, Promise};
+use support::quiet_expected_panics;
 
 #[test]
 fn read_tx_waits_for_completion_and_sees_failures() {
@@ -174,7 +174,7 @@ fn dining_philosophers_with_promise_forks() {
                     })
                 })
                 .collect();
-            let ate: Vec<bool> = eaters.iter().map(|e| common::get(e).unwrap()).collect();
+            let ate: Vec<bool> = eaters.iter().map(|e| support::get(e).unwrap()).collect();
             let mut held = 0;
             for (i, &e) in ate.iter().enumerate() {
                 if e {
@@ -199,7 +199,7 @@ fn async_read_tx_waits() {
     let waiter = rt.spawn(async move { ito::stm::atomically_async(|tx| f.read_tx(tx)).await });
     std::thread::sleep(Duration::from_millis(10));
     assert!(p.try_success(3));
-    assert_eq!(common::get(&waiter), Ok(Ok(3)));
+    assert_eq!(support::get(&waiter), Ok(Ok(3)));
 }
 
 /// A callback of a promise completed by a transaction may itself run a transaction: it runs
@@ -220,4 +220,250 @@ fn callbacks_of_a_commit_may_start_transactions() {
     });
     atomically(|tx| p.try_success_tx(tx, 7));
     assert_eq!(log.read_atomic(), vec![7]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regressions from the STM review: opacity and wake-ups across futures
+// ---------------------------------------------------------------------------------------------
+
+/// Finding 2: A callback on a promise completed *by a transaction* that itself uses `atomically`:
+/// it runs inside the committer's `NestGuard`, so it panics ("`atomically` called inside a
+/// transaction"); the panic is swallowed by `run_callbacks`, and the mapped future never
+/// completes / the counter is never bumped. The same code works with a plain completion.
+#[test]
+fn callback_of_tx_completion_can_use_atomically() {
+    for by_tx in [false, true] {
+        let p = Promise::<u32>::new();
+        let counter = TVar::new(0u32);
+        let c = counter.clone();
+        let mapped = p.future().map(move |v| {
+            atomically(|tx| c.modify(tx, |x| x + 1));
+            v + 1
+        });
+        if by_tx {
+            assert!(atomically(|tx| p.try_success_tx(tx, 1)));
+        } else {
+            p.success(1).unwrap();
+        }
+        let r = mapped.wait_timeout(Duration::from_secs(2));
+        eprintln!(
+            "by_tx={by_tx}: mapped = {r:?}, counter = {}",
+            counter.read_atomic()
+        );
+        assert!(
+            matches!(r, Some(Ok(2))),
+            "by_tx={by_tx}: mapped future: {r:?}"
+        );
+        assert_eq!(counter.read_atomic(), 1, "by_tx={by_tx}");
+    }
+}
+
+/// Finding 3: Opacity: one attempt sees a future empty, then complete (a plain completion between
+/// the two reads does not move the clock, so `observe_complete_cell` accepts it).
+#[test]
+fn an_attempt_sees_a_cell_empty_then_complete() {
+    let p = Promise::<u32>::new();
+    let f = p.future();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let completer = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        p.success(1).unwrap();
+        done_tx.send(()).unwrap();
+    });
+    let mut first = true;
+    let mut inconsistent = false;
+    atomically(|tx| {
+        let a = f.try_read_tx(tx)?.is_some();
+        if first {
+            first = false;
+            go_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        }
+        let b = f.try_read_tx(tx)?.is_some();
+        if a != b {
+            inconsistent = true;
+        }
+        Ok(())
+    });
+    completer.join().unwrap();
+    assert!(
+        !inconsistent,
+        "one attempt saw the future empty, then complete"
+    );
+}
+
+/// Finding 3b: Opacity across two cells completed (plainly) in program order p1 then p2: an attempt
+/// sees p2 complete and p1 still empty.
+#[test]
+fn an_attempt_sees_later_completion_but_not_earlier() {
+    let p1 = Promise::<u32>::new();
+    let p2 = Promise::<u32>::new();
+    let (f1, f2) = (p1.future(), p2.future());
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let completer = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        p1.success(1).unwrap();
+        p2.success(2).unwrap(); // invariant: p2 complete => p1 complete
+        done_tx.send(()).unwrap();
+    });
+    let mut first = true;
+    let mut seen = Vec::new();
+    atomically(|tx| {
+        let one = f1.try_read_tx(tx)?.is_some();
+        if first {
+            first = false;
+            go_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        }
+        let two = f2.try_read_tx(tx)?.is_some();
+        seen.push((one, two));
+        Ok(())
+    });
+    completer.join().unwrap();
+    assert!(
+        !seen.contains(&(false, true)),
+        "an attempt saw p2 complete but p1 empty: {seen:?}"
+    );
+}
+
+/// Finding 3c: Read-your-own-writes on promises: a transaction that completed `p` with 1 reads back
+/// another transaction's 2 (the extension treats a cell we *write* as still fine, and
+/// `try_read_tx` looks at the cell before the pending write).
+#[test]
+fn a_transaction_reads_its_own_promise_completion() {
+    let p = Arc::new(Promise::<u32>::new());
+    let f = p.future();
+    let p2 = p.clone();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let other = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        let won = atomically(|tx| p2.try_success_tx(tx, 2));
+        done_tx.send(()).unwrap();
+        won
+    });
+    let mut first = true;
+    let mut seen = Vec::new();
+    let won = atomically(|tx| {
+        let mine = p.try_success_tx(tx, 1)?;
+        if first {
+            first = false;
+            go_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        }
+        let v = f.try_read_tx(tx)?;
+        seen.push((mine, v.clone()));
+        Ok(mine)
+    });
+    assert!(other.join().unwrap());
+    assert!(!won);
+    assert!(
+        !seen.contains(&(true, Some(Ok(2)))),
+        "an attempt completed p with 1 and then read 2: {seen:?}"
+    );
+}
+
+/// Finding 4: A panicking waker in `wake_all` unwinds out of a commit that already published: the
+/// caller of `atomically` panics although its writes are visible, the other sleepers on the
+/// same variable are never woken, and the promise the transaction completed never notifies its
+/// waiters (they hang).
+#[test]
+fn a_panicking_waker_loses_other_wake_ups() {
+    use std::future::Future as _;
+    use std::task::{Context, RawWaker, RawWakerVTable, Waker};
+    fn raw() -> RawWaker {
+        RawWaker::new(std::ptr::null(), &VT)
+    }
+    static VT: RawWakerVTable = RawWakerVTable::new(
+        |_| raw(),
+        |_| panic!("expected: waker panics"),
+        |_| panic!("expected: waker panics"),
+        |_| {},
+    );
+    let x = Arc::new(TVar::new(0u32));
+    let p = Arc::new(Promise::<u32>::new());
+    // An async transaction retrying on `x`, registered with the panicking waker.
+    let x1 = x.clone();
+    let mut fut = atomically_async(move |tx| if x1.read(tx)? == 0 { retry() } else { Ok(()) });
+    // SAFETY: the vtable never touches the (null) data pointer; clone returns another such
+    // waker, drop does nothing.
+    let waker = unsafe { Waker::from_raw(raw()) };
+    let mut cx = Context::from_waker(&waker);
+    assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
+    // A sync transaction sleeping on `x` too, and a thread waiting for `p`.
+    let x2 = x.clone();
+    let sleeper = std::thread::spawn(move || {
+        atomically(|tx| if x2.read(tx)? == 0 { retry() } else { Ok(()) })
+    });
+    let pf = p.future();
+    let waiter = std::thread::spawn(move || pf.wait_timeout(Duration::from_secs(3)));
+    support::quiet_expected_panics();
+    std::thread::sleep(Duration::from_millis(300));
+    let (x3, p3) = (x.clone(), p.clone());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        atomically(|tx| {
+            x3.write(tx, 1)?;
+            p3.try_success_tx(tx, 5)
+        })
+    }));
+    eprintln!("commit returned: {:?}", r.as_ref().map_err(|_| "panicked"));
+    assert_eq!(x.read_atomic(), 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(6);
+    while !(sleeper.is_finished() && waiter.is_finished()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let woke = sleeper.is_finished();
+    assert!(r.is_ok(), "the committer panicked after committing");
+    assert!(woke, "the other sleeper on x was never woken");
+    assert_eq!(
+        waiter.join().unwrap(),
+        Some(Ok(5)),
+        "the promise's waiter was not notified"
+    );
+    std::mem::forget(fut);
+}
+
+/// Finding 5: T2 completes p with 2 and sets x = true in one commit. Our attempt completed p (pending)
+/// before T2, then reads x: the snapshot extension accepts x = true (post-T2) although the cell
+/// we logged as empty is now complete (`cells_still_empty` skips cells we write). The attempt
+/// sees x == true together with p still "ours" (1): no instant had that.
+#[test]
+fn extension_ignores_a_cell_we_complete_that_another_completed() {
+    let p = Arc::new(Promise::<u32>::new());
+    let x = Arc::new(TVar::new(false));
+    let (p2, x2) = (p.clone(), x.clone());
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let t2 = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        let ok = atomically(|tx| {
+            x2.write(tx, true)?;
+            p2.try_success_tx(tx, 2)
+        });
+        done_tx.send(()).unwrap();
+        ok
+    });
+    let f = p.future();
+    let mut first = true;
+    let mut seen = Vec::new();
+    atomically(|tx| {
+        let mine = p.try_success_tx(tx, 1)?;
+        if first {
+            first = false;
+            go_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        }
+        let xv = x.read(tx)?;
+        let pv = f.try_read_tx(tx)?;
+        seen.push((mine, xv, pv));
+        Ok(())
+    });
+    assert!(t2.join().unwrap());
+    eprintln!("attempts saw (completed p?, x, p): {seen:?}");
+    assert!(
+        !seen.iter().any(|(mine, xv, _)| *mine && *xv),
+        "x = true (after T2) with p still empty for us"
+    );
 }

@@ -6,7 +6,7 @@
 //! (`cargo +nightly miri test -p ito --test stm_log`, with `-Zmiri-tree-borrows
 //! -Zmiri-permissive-provenance -Zmiri-ignore-leaks` for crossbeam-epoch).
 
-mod common;
+mod support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -188,7 +188,7 @@ fn or_else_rolls_back_inline_writes() {
 /// next transaction on the same thread starts from an empty log.
 #[test]
 fn a_panicking_transaction_leaves_the_threads_log_clean() {
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let boxed = TVar::new(Tracked::new());
     let first = boxed.read_atomic().id;
     let scalar = TVar::new(7i64);
@@ -230,14 +230,14 @@ fn a_panicking_transaction_leaves_the_threads_log_clean() {
     });
     assert!(done);
     assert_eq!(scalar.read_atomic(), 8);
-    assert_eq!(common::get(&p.future()), Ok(10));
+    assert_eq!(support::get(&p.future()), Ok(10));
 }
 
 /// A `Drop` that panics while a write replaces a pending value: the new value is in the log
 /// (the old one is gone, dropped once), so the transaction can go on and commit it.
 #[test]
 fn a_panicking_drop_of_a_replaced_pending_value_keeps_the_log_consistent() {
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let x = TVar::new(Tracked::new());
     let mut bomb = Tracked::new();
     bomb.panics = true;
@@ -261,7 +261,7 @@ fn a_panicking_drop_of_a_replaced_pending_value_keeps_the_log_consistent() {
 /// outer transaction still has its log and commits, and the thread is usable afterwards.
 #[test]
 fn a_nested_atomically_caught_inside_a_transaction_leaves_it_intact() {
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let x = TVar::new(0u32);
     let y = TVar::new(Tracked::new());
     let yid = y.read_atomic().id;
@@ -275,7 +275,7 @@ fn a_nested_atomically_caught_inside_a_transaction_leaves_it_intact() {
         let nested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             atomically(|tx| z.write(tx, 5))
         }));
-        let msg = common::panic_message(&*nested.expect_err("nested atomically must panic"));
+        let msg = support::panic_message(&*nested.expect_err("nested atomically must panic"));
         assert!(msg.contains("inside a transaction"), "unclear panic: {msg}");
         assert_eq!(x.read(tx)?, 1, "the outer log lost its write");
         assert_eq!(y.read(tx)?.id, vid);
@@ -336,7 +336,7 @@ fn async_transactions_moving_between_workers_keep_their_writes() {
 /// comes out of `atomically` afterwards.
 #[test]
 fn a_panicking_drop_after_a_commit_still_notifies_the_promises_it_completed() {
-    common::quiet_expected_panics();
+    support::quiet_expected_panics();
     let x = TVar::new(Tracked::new());
     let p = Promise::<u32>::new();
     let (ran_tx, ran_rx) = mpsc::channel();
@@ -373,5 +373,5 @@ fn a_panicking_drop_after_a_commit_still_notifies_the_promises_it_completed() {
         "the promise's callback never ran (its notification was lost)"
     );
     assert_eq!(seen_by_callback.read_atomic(), 1);
-    assert_eq!(common::get(&p.future()), Ok(7));
+    assert_eq!(support::get(&p.future()), Ok(7));
 }

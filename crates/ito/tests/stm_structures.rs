@@ -2,7 +2,7 @@
 //! FIFO order against a model, blocking at the bounds, exactly-once delivery with many
 //! producers and consumers (threads and ito tasks), `or_else` across queues, and wake-ups.
 
-mod common;
+mod support;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -27,12 +27,12 @@ impl Rng {
     }
 }
 
-/// Waits (polling) until `cond` holds, failing the test after `common::LONG`.
+/// Waits (polling) until `cond` holds, failing the test after `support::LONG`.
 fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
         assert!(
-            start.elapsed() < common::LONG,
+            start.elapsed() < support::LONG,
             "timed out waiting for {what}"
         );
         std::thread::sleep(Duration::from_micros(200));
@@ -271,7 +271,7 @@ fn tasks_exchange(q: TQueue<Option<u64>>, producers: u64, consumers: u64, per_pr
         })
         .collect();
     for p in &prods {
-        assert_eq!(common::get(p), Ok(()));
+        assert_eq!(support::get(p), Ok(()));
     }
     let q2 = q.clone();
     let closer = rt.spawn(async move {
@@ -279,8 +279,8 @@ fn tasks_exchange(q: TQueue<Option<u64>>, producers: u64, consumers: u64, per_pr
             atomically_async(|tx| q2.push(tx, None)).await;
         }
     });
-    assert_eq!(common::get(&closer), Ok(()));
-    let received: Vec<Vec<u64>> = cons.iter().map(|c| common::get(c).unwrap()).collect();
+    assert_eq!(support::get(&closer), Ok(()));
+    let received: Vec<Vec<u64>> = cons.iter().map(|c| support::get(c).unwrap()).collect();
     check_deliveries(producers, per_producer, &received);
 }
 
@@ -315,7 +315,7 @@ fn blocking_pops_on_workers_do_not_pin_them() {
         }
     });
     (0..3).for_each(|_| q.push_atomic(None));
-    let received: Vec<Vec<u64>> = cons.iter().map(|c| common::get(c).unwrap()).collect();
+    let received: Vec<Vec<u64>> = cons.iter().map(|c| support::get(c).unwrap()).collect();
     check_deliveries(2, 500, &received);
 }
 
@@ -566,8 +566,8 @@ fn async_take_waits_for_a_put() {
         }
         sum
     });
-    assert_eq!(common::get(&driver), Ok(ROUNDS * (ROUNDS + 1) / 2));
-    assert_eq!(common::get(&echo), Ok(()));
+    assert_eq!(support::get(&driver), Ok(ROUNDS * (ROUNDS + 1) / 2));
+    assert_eq!(support::get(&echo), Ok(()));
     // A thread taking from a task.
     let p = ping.clone();
     let feeder = rt.spawn(async move {
@@ -577,7 +577,7 @@ fn async_take_waits_for_a_put() {
     });
     let sum: u64 = (0..ROUNDS).map(|_| ping.take_atomic()).sum();
     assert_eq!(sum, ROUNDS * (ROUNDS - 1) / 2);
-    assert_eq!(common::get(&feeder), Ok(()));
+    assert_eq!(support::get(&feeder), Ok(()));
 }
 
 /// A retry that depends on both a TMVar and a TQueue: wakes for a change in either.

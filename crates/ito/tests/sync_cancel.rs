@@ -2,14 +2,14 @@
 //! `Cancelled` errors (a blocking send hands its value back), async waits are dropped, queued
 //! pool tasks leave the queue, and nothing is lost: no permit, no slot, no value.
 
-mod sync_util;
+mod support;
 
 use std::sync::Arc;
 use std::sync::mpsc;
 
 use ito::channel::{self, RecvError, SendBlockingError, TryRecvError, TrySendError};
 use ito::sync::{AcquireError, Cancelled, Mutex, Pool, Semaphore};
-use sync_util::{LONG, get, rt};
+use support::{LONG, get_ok, rt};
 
 /// Runs `body` as a synchronous task that reports its result on a channel, waits until it has
 /// started, cancels it, and returns what it reported.
@@ -117,7 +117,7 @@ fn cancelled_async_acquire_leaves_the_queue() {
     let s = sem.clone();
     let next = rt.spawn(async move { s.acquire().await.map(|p| p.forget()).is_ok() });
     sem.add_permits(1);
-    assert!(get(&next), "the permit reached the live waiter");
+    assert!(get_ok(&next), "the permit reached the live waiter");
     assert_eq!(sem.available_permits(), 0);
 }
 
@@ -139,8 +139,8 @@ fn cancelled_queued_pool_task_leaves_the_queue() {
     assert_eq!(pool.queued(), 0);
     let after = rt.block_on(async { pool.spawn(async { "ran" }) });
     gate.success(()).unwrap();
-    get(&first);
-    assert_eq!(get(&after), "ran");
+    get_ok(&first);
+    assert_eq!(get_ok(&after), "ran");
     assert_eq!(pool.running(), 0);
 }
 
@@ -159,5 +159,5 @@ fn cancelled_running_pool_task_frees_its_slot() {
     is_started.recv_timeout(LONG).unwrap();
     cancel_and_confirm(running);
     let next = rt.block_on(async { pool.spawn(async { 5 }) });
-    assert_eq!(get(&next), 5);
+    assert_eq!(get_ok(&next), 5);
 }

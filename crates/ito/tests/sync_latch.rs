@@ -2,14 +2,14 @@
 //! the count is reached, reuse of barriers with one leader per round, and blocking waits
 //! inside tasks on one worker.
 
-mod sync_util;
+mod support;
 
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ito::sync::{Barrier, Latch, WaitGroup};
-use sync_util::{CountWaker, get, poll_once, rt};
+use support::{CountWaker, get_ok, poll_once, rt};
 
 /// Waiters stay pending until the last count-down, then all are released; further
 /// count-downs do nothing.
@@ -46,7 +46,7 @@ fn latch_wait_blocking_in_a_task_on_one_worker() {
         let l = latch.clone();
         rt.spawn_fn(move || l.count_down());
     }
-    assert!(get(&waiter));
+    assert!(get_ok(&waiter));
     assert!(latch.is_open());
 }
 
@@ -89,7 +89,7 @@ fn wait_group_waits_for_every_handle() {
     }
     assert!(wg.count() >= 1);
     let waiter = rt.spawn(wg.wait());
-    get(&waiter);
+    get_ok(&waiter);
     assert_eq!(done.load(Ordering::SeqCst), 12);
 }
 
@@ -117,7 +117,7 @@ fn wait_group_blocking_in_a_task_on_one_worker() {
     for m in members {
         rt.spawn_fn(move || drop(m));
     }
-    assert!(get(&waiter));
+    assert!(get_ok(&waiter));
 }
 
 /// A barrier used for many rounds by tasks and threads: nobody passes before everyone of
@@ -154,7 +154,7 @@ fn barrier_rounds_with_one_leader_each() {
             s.spawn(party(false));
         }
     });
-    tasks.iter().for_each(get);
+    tasks.iter().for_each(get_ok);
     assert_eq!(leaders.load(Ordering::SeqCst), ROUNDS);
 }
 
@@ -169,7 +169,7 @@ fn barrier_blocking_in_tasks_on_one_worker() {
             rt.spawn_fn(move || b.wait_blocking().unwrap().is_leader())
         })
         .collect();
-    assert_eq!(tasks.iter().filter(|t| get(t)).count(), 1);
+    assert_eq!(tasks.iter().filter(|t| get_ok(t)).count(), 1);
 }
 
 /// A barrier of 0 or 1 parties never waits; its every arrival leads.

@@ -2,14 +2,14 @@
 //! exist, a cancelled waiter handing its notification on, and stress runs that count every
 //! notification once.
 
-mod sync_util;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use ito::sync::Notify;
-use sync_util::{CountWaker, LONG, get, poll_once, rt};
+use support::{CountWaker, LONG, get_ok, poll_once, rt};
 
 /// A `notify_one` with nobody waiting is kept (once): the next waiter passes, the one after
 /// waits.
@@ -165,7 +165,7 @@ fn waiters_woken_once_per_round(waiters: usize, rounds: usize, release: impl Fn(
         }
     }
     for t in tasks {
-        get(&t);
+        get_ok(&t);
     }
     let (_, w) = CountWaker::new();
     let mut extra = Box::pin(notify.notified());
@@ -197,6 +197,6 @@ fn notified_blocking_in_a_task_on_one_worker() {
     // Spawned second: on one worker it runs after the waiter blocked (or, if it runs first,
     // the permit keeps its notification).
     let notifier = rt.spawn(async move { n.notify_one() });
-    get(&notifier);
-    assert_eq!(get(&waiter), Ok(()));
+    get_ok(&notifier);
+    assert_eq!(get_ok(&waiter), Ok(()));
 }

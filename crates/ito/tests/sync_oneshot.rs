@@ -1,13 +1,13 @@
 //! `ito::sync::oneshot`: the value moves to the receiver, a send to a receiver that is gone
 //! hands the value back, a dropped sender breaks the receiver.
 
-mod sync_util;
+mod support;
 
 use std::sync::Arc;
 
 use ito::channel::{RecvError, TryRecvError};
 use ito::sync::oneshot;
-use sync_util::{CountWaker, get, poll_once, rt};
+use support::{CountWaker, get_ok, poll_once, rt};
 
 /// A value that is not `Clone` moves through, to an awaiting task.
 #[test]
@@ -16,7 +16,7 @@ fn the_value_moves_to_the_receiver() {
     let (tx, rx) = oneshot::channel::<std::fs::File>();
     let reader = rt.spawn(async move { rx.await.map(|f| f.metadata().is_ok()) });
     tx.send(std::fs::File::open("Cargo.toml").unwrap()).unwrap();
-    assert_eq!(get(&reader), Ok(true));
+    assert_eq!(get_ok(&reader), Ok(true));
 }
 
 /// A send after the receiver is dropped (or closed) hands the value back; the receiver's
@@ -75,6 +75,6 @@ fn try_recv_and_recv_blocking_on_one_worker() {
     let (tx, rx) = oneshot::channel();
     let waiter = rt.spawn_fn(move || rx.recv_blocking());
     let sender = rt.spawn(async move { tx.send(3).unwrap() });
-    get(&sender);
-    assert_eq!(get(&waiter), Ok(3));
+    get_ok(&sender);
+    assert_eq!(get_ok(&waiter), Ok(3));
 }

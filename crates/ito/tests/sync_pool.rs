@@ -1,14 +1,14 @@
 //! `ito::sync::Pool`: never more than `limit` running (an atomic high-water mark), start order
 //! is spawn order, slots come back after panics, back-pressure, queued tasks cost no poll.
 
-mod sync_util;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ito::sync::Pool;
-use sync_util::{HighWater, get, rt};
+use support::{HighWater, get_ok, rt};
 
 /// 200 tasks (async and closures, some sleeping, some blocking) through pools of several
 /// sizes: the number running never exceeds the limit, and every task runs once.
@@ -45,7 +45,7 @@ fn never_more_than_the_limit() {
                 })
                 .collect()
         });
-        tasks.iter().for_each(get);
+        tasks.iter().for_each(get_ok);
         assert_eq!(ran.load(Ordering::SeqCst), 200);
         assert!(inside.max() <= limit, "{} > {limit}", inside.max());
         assert_eq!(pool.running(), 0);
@@ -73,11 +73,11 @@ fn tasks_start_in_spawn_order() {
             })
             .collect::<Vec<_>>()
     });
-    let queued = get(&from_worker);
+    let queued = get_ok(&from_worker);
     assert_eq!(pool.queued(), 10);
     gate.success(()).unwrap();
-    get(&first);
-    queued.iter().for_each(get);
+    get_ok(&first);
+    queued.iter().for_each(get_ok);
     assert_eq!(*order.lock().unwrap(), (0..10).collect::<Vec<_>>());
 }
 
@@ -91,14 +91,14 @@ fn slots_come_back_after_panics() {
         .collect();
     for f in &bad {
         assert!(
-            f.wait_timeout(sync_util::LONG)
+            f.wait_timeout(support::LONG)
                 .unwrap()
                 .unwrap_err()
                 .is_panic()
         );
     }
     let ok = pool.spawn_fn(|| 1);
-    assert_eq!(get(&ok), 1);
+    assert_eq!(get_ok(&ok), 1);
     assert_eq!(pool.running(), 0);
 }
 
@@ -128,7 +128,7 @@ fn blocking_wait_applies_back_pressure() {
         }
         fs
     });
-    get(&producer).iter().for_each(get);
+    get_ok(&producer).iter().for_each(get_ok);
     assert!(inside.max() <= 2);
 }
 
@@ -142,9 +142,9 @@ fn reservations() {
     let queued = pool.spawn_fn(|| "queued");
     assert_eq!(pool.queued(), 1);
     drop(slot); // the queued task gets the slot
-    assert_eq!(get(&queued), "queued");
+    assert_eq!(get_ok(&queued), "queued");
     let slot = pool.reserve_blocking().unwrap();
-    assert_eq!(get(&slot.spawn_fn(|| 3)), 3);
+    assert_eq!(get_ok(&slot.spawn_fn(|| 3)), 3);
 }
 
 /// A one-slot pool of tasks that block inside (`wait`, `recv_blocking`) on a one-worker
@@ -161,8 +161,8 @@ fn blocking_inside_pool_tasks_on_one_worker() {
             tx.send_blocking(i).unwrap();
         }
     });
-    get(&producer);
-    assert_eq!(get(&get(&consumer)), 190);
+    get_ok(&producer);
+    assert_eq!(get_ok(&get_ok(&consumer)), 190);
 }
 
 /// A queued task costs no poll before it starts: its body runs exactly once, when a slot
@@ -188,8 +188,8 @@ fn queued_tasks_are_not_polled_before_they_start() {
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(polls.load(Ordering::SeqCst), 0);
     gate.success(()).unwrap();
-    get(&first);
-    assert_eq!(get(&queued), 1);
+    get_ok(&first);
+    assert_eq!(get_ok(&queued), 1);
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::sync::mpsc;
 use ito::process::{self, Exit, Mailbox};
 use ito::{Future, Runtime};
 
-mod common;
-use common::YieldOnce;
+mod support;
+use support::YieldOnce;
 
 /// Align-16 body state (the strictest alignment the task slab serves).
 #[derive(Clone, Copy)]

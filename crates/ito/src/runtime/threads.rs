@@ -35,6 +35,9 @@ pub(super) struct Threads {
     free_slots: Mutex<Vec<FreeSlot>>,
     /// Set while an outside push starts a thread for a runtime whose threads are all blocked.
     emergency: AtomicBool,
+    /// Set once the runtime has reported that every thread is blocked and no thread could be
+    /// started for queued work.
+    reported_stall: AtomicBool,
     stack_size: usize,
     /// How long a retired compensation thread stays parked before it exits.
     keep_alive: Duration,
@@ -65,6 +68,7 @@ impl Threads {
             spares: Mutex::new(Vec::new()),
             free_slots: Mutex::new(Vec::new()),
             emergency: AtomicBool::new(false),
+            reported_stall: AtomicBool::new(false),
             stack_size,
             keep_alive,
             name,
@@ -251,10 +255,28 @@ fn compensate(shared: &'static Shared, all_blocked: bool) {
         sleep.add_active();
         match start_thread(shared, true) {
             Ok(_) => shared.counters.count_compensation(),
-            Err(_) => {
+            Err(e) => {
                 sleep.remove_active();
+                if all_blocked {
+                    report_stall(shared, &e);
+                }
             }
         }
+    }
+}
+
+/// Every thread of the runtime is blocked, work is queued, and no thread could be started for
+/// it: the queued work waits until a blocked thread returns. This is reported once per
+/// runtime on standard error, since it is how a program that blocks outside ito, or with
+/// frames too large to run its awaited tasks inline, stops making progress.
+#[cold]
+fn report_stall(shared: &Shared, e: &io::Error) {
+    if !shared.threads.reported_stall.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "ito: runtime '{}': every thread is blocked and no thread could be started for \
+             queued work ({e}); it waits until a blocked thread returns",
+            shared.threads.name
+        );
     }
 }
 

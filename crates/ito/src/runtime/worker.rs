@@ -160,6 +160,40 @@ enum Exit {
     Idle,
 }
 
+/// The current position on the thread's stack.
+///
+/// It reads the stack pointer because the address of a local is not always on the stack:
+/// AddressSanitizer's use-after-return detection moves address-taken locals to a
+/// heap-allocated fake stack. Measured that way, a waiter would see no room at any depth and
+/// never help, so a chain of blocking waits would take one thread per level.
+#[inline(always)]
+fn stack_pointer() -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let sp: usize;
+        // SAFETY: copies the stack pointer register into a general register; it touches no
+        // memory, no flags and no stack.
+        unsafe {
+            std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags));
+        }
+        sp
+    }
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
+    {
+        let sp: usize;
+        // SAFETY: as above.
+        unsafe {
+            std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
+        }
+        sp
+    }
+    #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    {
+        let here = 0u8;
+        std::hint::black_box(&here) as *const u8 as usize
+    }
+}
+
 /// A runtime thread's body. Returns the deque and parker of a compensation thread that
 /// exited after idling, for its slot's next thread.
 pub(super) fn main(
@@ -170,8 +204,7 @@ pub(super) fn main(
     compensator: bool,
     stack_size: usize,
 ) -> Option<(Worker<TaskRef>, Parker)> {
-    let here = 0u8;
-    let base = &here as *const u8 as usize;
+    let base = stack_pointer();
     let ctx = WorkerCtx {
         shared,
         index,
@@ -449,8 +482,7 @@ impl WorkerCtx {
     /// The current stack position has room to run a task inline.
     #[inline]
     pub(crate) fn stack_has_room(&self) -> bool {
-        let here = 0u8;
-        (&here as *const u8 as usize) > self.stack_limit
+        stack_pointer() > self.stack_limit
     }
 
     /// Helps a waiter whose awaited task is `task`: if it is on top of this worker's deque,

@@ -49,6 +49,7 @@
 //! The design (TL2: a global version clock and a versioned lock per variable) and its
 //! correctness argument are in `docs/stm.md`.
 
+mod after_commit;
 mod cells;
 mod reclaim;
 pub(crate) mod sleepers;
@@ -379,7 +380,7 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
     }
     drop(tx); // unpin before sleeping
     // Values this thread replaced should not wait for its next commits to be freed.
-    tx::flush_retired();
+    after_commit::flush_retired();
     let reg = Registration {
         sleeper,
         vars,

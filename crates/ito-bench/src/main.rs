@@ -28,7 +28,7 @@
 //! process under a timeout, and writes results.jsonl, CSVs, SVG plots and report.md.
 //!
 //! `join` (issue 3, module [`join`]), `stm-bank` (the STM issue, module [`stm_bank`]) and
-//! `futures` (document 004's benchmarks, module [`futures_bench`]) run their impls side by
+//! `futures` (document 004's benchmarks, module [`futures`]) run their impls side by
 //! side in this process, interleaved, and end with a summary on stderr.
 //!
 //! A single `fib` measurement runs in this process; `--sweep` (cutoffs 40 down to 2) and
@@ -40,7 +40,7 @@
 mod chain;
 mod fib;
 mod find;
-mod futures_bench;
+mod futures;
 mod join;
 mod measure;
 mod messaging;
@@ -88,7 +88,7 @@ enum Cmd {
     /// STM issue: random transfers between accounts on ito::stm, the stm crate and mutexes.
     StmBank(stm_bank::StmBankArgs),
     /// Document 004: the ScalaMeter benchmarks of futures and promises, against peers.
-    Futures(futures_bench::FuturesArgs),
+    Futures(futures::FuturesArgs),
     /// Document 003: spawn vs pool vs semaphore-bounded vs channel pool, against tokio.
     Pool(pool::PoolArgs),
     /// Document 002: make a deterministic tree shaped like a home directory.
@@ -187,7 +187,7 @@ fn main() -> ExitCode {
         Cmd::SpawnCost(args) => spawn_cost_command(&args),
         Cmd::Join(args) => join::command(&args),
         Cmd::StmBank(args) => stm_bank::command(&args),
-        Cmd::Futures(args) => futures_bench::command(&args),
+        Cmd::Futures(args) => futures::command(&args),
         Cmd::Pool(args) => pool::command(&args),
         Cmd::FindTree(args) => find::tree_command(&args),
         Cmd::Find(args) => find::command(&args),

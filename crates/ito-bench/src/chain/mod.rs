@@ -26,6 +26,7 @@ use clap::{Args, ValueEnum};
 use ito::process::{self, Mailbox, Pid};
 use serde::{Deserialize, Serialize};
 
+use crate::common::{CommonArgs, Defaults};
 use crate::measure::{self, dedup};
 
 /// Arguments of `chain`.
@@ -44,27 +45,9 @@ pub(crate) struct ChainArgs {
     /// Chain length(s), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000000")]
     n: Vec<u64>,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,tokio"
-    )]
-    imps: Vec<ChainImpl>,
-    /// Worker threads of ito's runtime and of tokio's multi-thread runtime [default: number
-    /// of CPUs].
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Repetitions of each (n, impl), interleaved.
-    #[arg(long, default_value_t = 1)]
-    repeat: u32,
-    /// Wall-clock limit of each run in seconds.
-    #[arg(long = "timeout-s", default_value_t = 300.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/chain.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
+    /// `--impl` (default ito,tokio), `--workers`, `--repeat` (default 1), `--timeout-s` (default 300), `--record` (bench/results/chain.jsonl).
+    #[command(flatten)]
+    pub(crate) common: CommonArgs<ChainImpl>,
     /// A note stored in every record (for example, how busy the machine was).
     #[arg(long)]
     note: Option<String>,
@@ -215,31 +198,31 @@ pub(crate) fn vm_rss_bytes() -> Option<u64> {
 
 /// `ito-bench chain`.
 pub(crate) fn command(args: &ChainArgs) -> ExitCode {
-    let workers = args.workers.unwrap_or_else(measure::nproc);
-    if workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
-    if args.n.contains(&0) {
-        return crate::usage_error("--n must be at least 1");
-    }
-    if args.repeat == 0 {
-        return crate::usage_error("--repeat must be at least 1");
-    }
-    let timeout = match crate::timeout_of(args.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
-    if args.child {
-        return child(args, workers);
-    }
-    let sink = match measure::results_sink(args.record, "chain.jsonl") {
+    let c = &args.common;
+    let s = match c.resolve(Defaults {
+        imps: &[ChainImpl::Ito, ChainImpl::Tokio],
+        workers: None,
+        repeat: 1,
+        timeout_s: 300.0,
+    }) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
-    let imps = dedup(&args.imps);
+    let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
+    if args.n.contains(&0) {
+        return crate::usage_error("--n must be at least 1");
+    }
+    if args.child {
+        return child(args, workers);
+    }
+    let sink = match c.sink("chain.jsonl") {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let imps = s.imps;
     let ns = dedup(&args.n);
     let mut records = Vec::new();
-    for _ in 0..args.repeat {
+    for _ in 0..repeat {
         for &n in &ns {
             for &imp in &imps {
                 let runs: Vec<ChainRecord> = match imp {
@@ -314,7 +297,7 @@ fn run_child(
 
 /// `--child`: one measurement in this process, one JSON line on stdout.
 fn child(args: &ChainArgs, workers: usize) -> ExitCode {
-    let (Some(&imp), Some(&n)) = (args.imps.first(), args.n.first()) else {
+    let (Some(&imp), Some(&n)) = (args.common.imps.first(), args.n.first()) else {
         return crate::usage_error("--child needs --impl and --n");
     };
     let flavor = match (imp, args.flavor) {

@@ -225,6 +225,8 @@ fn rayon_fib(n: u64, c: u64) -> u64 {
 }
 
 /// The ito workloads (styles `wait`, `flat` and `async`).
+pub(crate) mod command;
+pub(crate) mod spawn_cost;
 mod with_ito {
     use super::{Outcome, Style, sfib};
     use std::time::Instant;

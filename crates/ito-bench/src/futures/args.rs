@@ -39,27 +39,10 @@ pub(super) enum Bench {
     Philosophers(PhilosophersArgs),
 }
 
-/// Options every benchmark takes.
-#[derive(Args, Debug)]
-pub(super) struct Common {
-    /// Implementation(s), comma-separated [default: every impl that fits the benchmark]
-    #[arg(long = "impl", value_enum, value_delimiter = ',')]
-    pub(super) imps: Vec<FutImpl>,
-    /// Worker threads of each impl's pool [default: number of CPUs]
-    #[arg(long)]
-    pub(super) workers: Option<usize>,
-    /// Repetitions of each configuration [default: 20; first-completed 50; philosophers 20
-    /// runs of --rounds rounds]
-    #[arg(long)]
-    pub(super) repeat: Option<u32>,
-    /// Wall-clock limit of each run in seconds (a run past it is recorded as failed and the
-    /// process exits with status 1).
-    #[arg(long = "timeout-s", default_value_t = 60.0)]
-    pub(super) timeout_s: f64,
-    /// Also append the records to bench/results/futures.jsonl of the workspace.
-    #[arg(long)]
-    pub(super) record: bool,
-}
+/// Options every benchmark takes: `--impl` (default: every impl that fits the benchmark),
+/// `--workers`, `--repeat` (default 20; first-completed 50; philosophers 20 runs of --rounds
+/// rounds), `--timeout-s` (default 60), `--record` (bench/results/futures.jsonl).
+pub(super) type Common = crate::common::CommonArgs<FutImpl>;
 
 /// Arguments of `futures or-alt`.
 #[derive(Args, Debug)]

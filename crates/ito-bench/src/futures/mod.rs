@@ -137,6 +137,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Either, Shared, select_all, select_ok};
 use serde::Serialize;
 
+use crate::common::Defaults;
 use crate::measure::{self, SharedWatchdog, Sink, dedup};
 
 /// A timed batch of a micro benchmark lasts at least this long.
@@ -303,11 +304,21 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
         }
         _ => &[FutImpl::Ito, FutImpl::Shared, FutImpl::Tokio],
     };
-    let imps = if common.imps.is_empty() {
-        fits.to_vec()
-    } else {
-        dedup(&common.imps)
+    let default_repeat = match &args.bench {
+        Bench::FirstCompleted(_) => 50,
+        _ => 20,
     };
+    let s = match common.resolve(Defaults {
+        imps: fits,
+        workers: None,
+        repeat: default_repeat,
+        timeout_s: 60.0,
+    }) {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
+    let imps = s.imps;
     if let Some(bad) = imps.iter().find(|i| !fits.contains(i)) {
         let why = match &args.bench {
             Bench::Philosophers(_) => {
@@ -324,21 +335,6 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
             bad.name()
         ));
     }
-    let workers = common.workers.unwrap_or_else(measure::nproc);
-    if workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
-    let repeat = common.repeat.unwrap_or(match &args.bench {
-        Bench::FirstCompleted(_) => 50,
-        _ => 20,
-    });
-    if repeat == 0 {
-        return crate::usage_error("--repeat must be at least 1");
-    }
-    let timeout = match crate::timeout_of(common.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
     let zero_param = match &args.bench {
         Bench::OrAlt(a) => a.chain.contains(&0).then_some("--chain"),
         Bench::ReadSeq(a) => a.reads.contains(&0).then_some("--reads"),
@@ -360,7 +356,7 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
             return crate::usage_error("--rounds must be at least 1");
         }
     }
-    let sink = match measure::results_sink(common.record, "futures.jsonl") {
+    let sink = match common.sink("futures.jsonl") {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };

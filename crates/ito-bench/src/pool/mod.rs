@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use crate::common::{CommonArgs, Defaults};
 use crate::measure::{self, Sampler, Watchdog, dedup};
 
 /// Arguments of `pool`.
@@ -87,17 +88,9 @@ pub(crate) struct PoolArgs {
     /// `$Coro::POOL_SIZE` is 8), comma-separated for several.
     #[arg(long = "pool-size", value_delimiter = ',', default_value = "8")]
     pool_size: Vec<usize>,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,tokio"
-    )]
-    imps: Vec<PoolImpl>,
-    /// Worker threads of each runtime.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    /// `--impl` (default ito,tokio), `--workers` (default 2), `--repeat` (default 1: each configuration that many times, interleaved, each in a child process of its own), `--timeout-s` (default 120), `--record` (bench/results/pool.jsonl).
+    #[command(flatten)]
+    pub(crate) common: CommonArgs<PoolImpl>,
     /// How a run counts its tasks down: a latch (`latch`), or document 003's semaphore
     /// (`semaphore`: no permits at first, one added by each task, all taken at once by the
     /// caller).
@@ -108,12 +101,6 @@ pub(crate) struct PoolArgs {
     /// deque and the injector with a parked outside thread).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "task,main")]
     caller: Vec<Caller>,
-    /// Wall-clock limit of each configuration in seconds.
-    #[arg(long = "timeout-s", default_value_t = 120.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/pool.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
     /// Run exactly one configuration in this process (what the parent asks a child to do).
     #[arg(long, hide = true)]
     child: bool,
@@ -331,9 +318,17 @@ impl Config {
 
 /// `ito-bench pool`.
 pub(crate) fn command(args: &PoolArgs) -> ExitCode {
-    if args.workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
+    let c = &args.common;
+    let s = match c.resolve(Defaults {
+        imps: &[PoolImpl::Ito, PoolImpl::Tokio],
+        workers: Some(2),
+        repeat: 1,
+        timeout_s: 120.0,
+    }) {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
     if args.runs == 0 {
         return crate::usage_error("--runs must be at least 1");
     }
@@ -343,17 +338,13 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
     if args.pool_size.contains(&0) {
         return crate::usage_error("--pool-size must be at least 1");
     }
-    let timeout = match crate::timeout_of(args.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
     let mut configs = Vec::new();
     for &tasks in &dedup(&args.tasks) {
         for &sleep_ms in &dedup(&args.sleep_ms) {
             for &pool_size in &dedup(&args.pool_size) {
                 for &mode in &dedup(&args.mode) {
                     for &caller in &dedup(&args.caller) {
-                        for &imp in &dedup(&args.imps) {
+                        for &imp in &s.imps {
                             configs.push(Config {
                                 imp,
                                 mode,
@@ -361,7 +352,7 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
                                 sleep_ms,
                                 pool_size,
                                 runs: args.runs,
-                                workers: args.workers,
+                                workers,
                                 caller,
                                 countdown: args.countdown,
                             });
@@ -386,16 +377,17 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
             ExitCode::from(1)
         };
     }
-    let sink = match measure::results_sink(args.record, "pool.jsonl") {
+    let sink = match c.sink("pool.jsonl") {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
     let mut records = Vec::new();
-    for config in configs.iter().copied() {
-        let rec = if configs.len() == 1 {
+    let in_process = configs.len() == 1 && repeat == 1;
+    for config in (0..repeat).flat_map(|_| configs.iter().copied()) {
+        let rec = if in_process {
             measure_in_process(config, timeout)
         } else {
-            measure_in_child(config, args.timeout_s, timeout)
+            measure_in_child(config, timeout)
         };
         sink.emit_line(&serde_json::to_string(&rec).expect("a PoolRecord serializes"));
         records.push(rec);
@@ -409,13 +401,16 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
 }
 
 /// Runs `config` in a child process of this binary and reads its record.
-fn measure_in_child(config: Config, timeout_s: f64, timeout: Duration) -> PoolRecord {
+fn measure_in_child(config: Config, timeout: Duration) -> PoolRecord {
     let failed = |why: String| {
         let mut rec = config.record();
         rec.error = Some(why);
         rec
     };
-    let run = match measure::run_child(&config.child_args(timeout_s), timeout + KILL_GRACE) {
+    let run = match measure::run_child(
+        &config.child_args(timeout.as_secs_f64()),
+        timeout + KILL_GRACE,
+    ) {
         Ok(run) => run,
         Err(e) => return failed(format!("cannot start a child process: {e}")),
     };

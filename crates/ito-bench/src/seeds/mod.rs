@@ -1,5 +1,5 @@
 //! `ito-bench seeds`: every experiment of the five source documents
-//! (`shared/design/experiments.md`) in one command, against their peers, with plots and a
+//! (indexed in `bench/seeds.md`) in one command, against their peers, with plots and a
 //! report.
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! What each source document measured and the figures it published, with the peers' figures
 //! measured on this project's 2-core development machine (from
-//! `shared/design/experiments.md`): the text the report puts beside our measurements.
+//! `bench/seeds.md`): the text the report puts beside our measurements.
 
 use super::plan::Doc;
 

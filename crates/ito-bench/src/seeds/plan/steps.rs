@@ -1,0 +1,327 @@
+//! The steps of each document.
+
+use super::*;
+
+/// Document 000: every fib series at every cutoff, interleaved (for each cutoff, every
+/// series), coarse to fine; the Scala peer when Maven and Java are there.
+pub(super) fn fib_steps(
+    steps: &mut Vec<Step>,
+    s: &Sizes,
+    workers: usize,
+    cfg: &Config,
+    peers: bool,
+) {
+    let n = s.fib_n;
+    let ns = n.to_string();
+    let t = s.fib_timeout_s;
+    let ts = t.to_string();
+    // A sequential reference, once.
+    let seq_template = Record::template("fib", "seq", "seq", n, n.max(2), 1);
+    let mut seq = Step::bench(
+        Doc::D000,
+        format!("fib({n}) seq"),
+        &[
+            "fib",
+            "--n",
+            &ns,
+            "--cutoff",
+            &n.max(2).to_string(),
+            "--impl",
+            "seq",
+            "--style",
+            "wait",
+            "--timeout-s",
+            &ts,
+        ],
+        t + 5.0,
+        fib_estimate(n, 2),
+    );
+    seq.template = Some(to_value(&seq_template));
+    steps.push(seq);
+    let script = cfg.root.join("bench/peers/fib/run.sh");
+    if peers {
+        let mut build = Step::bench(Doc::D000, "build the Scala peer (Maven)", &[], 600.0, 5.0);
+        build.program = Program::Path(script.clone());
+        build.args = vec!["build".into()];
+        build.parse = Parse::Setup;
+        build.provides = Some("scala");
+        build.ito_step = false;
+        steps.push(build);
+    }
+    let w = workers.to_string();
+    for &cutoff in s.fib_cutoffs {
+        let cs = cutoff.to_string();
+        for (imp, style) in FIB_SERIES {
+            let template = Record::template("fib", imp, style, n, cutoff, workers);
+            let mut step = Step::bench(
+                Doc::D000,
+                format!("fib({n}) {imp}/{style} cutoff {cutoff}"),
+                &[
+                    "fib",
+                    "--n",
+                    &ns,
+                    "--cutoff",
+                    &cs,
+                    "--impl",
+                    imp,
+                    "--style",
+                    style,
+                    "--workers",
+                    &w,
+                    "--timeout-s",
+                    &ts,
+                ],
+                t + 5.0,
+                fib_estimate(n, cutoff) * if imp == "ito" { 1.0 } else { 2.0 },
+            );
+            step.template = Some(to_value(&template));
+            step.series = Some(format!("fib {imp}/{style}"));
+            step.ito_step = imp == "ito";
+            steps.push(step);
+        }
+        if peers {
+            for style in ["flatmap", "await"] {
+                let template = Record::template("fib", "scala", style, n, cutoff, workers);
+                let mut step = Step::bench(
+                    Doc::D000,
+                    format!("fib({n}) scala/{style} cutoff {cutoff}"),
+                    &[],
+                    t,
+                    0.7 + fib_estimate(n, cutoff) * 4.0,
+                );
+                step.program = Program::Path(script.clone());
+                step.args = vec![style.into(), ns.clone(), cs.clone(), w.clone()];
+                step.parse = Parse::ScalaFib { n };
+                step.template = Some(to_value(&template));
+                step.series = Some(format!("fib scala/{style}"));
+                step.needs = vec!["scala"];
+                step.ito_step = false;
+                steps.push(step);
+            }
+        }
+    }
+}
+
+/// A rough time of one fib run, for the estimate: the sequential fib(n) (about 0.35 s for
+/// fib(40) on the reference machine) plus 50 ns per task, plus the child's start.
+pub(super) fn fib_estimate(n: u64, cutoff: u64) -> f64 {
+    let seq = 0.35 * 1.618f64.powi(n as i32 - 40);
+    let tasks = crate::fib::task_count(n, cutoff) as f64;
+    0.05 + seq + tasks * 50e-9
+}
+
+/// Document 001: the chain at each N, every impl in one step (the subcommand runs each in a
+/// child of its own); with `chain_big`, ito and tokio only at that N.
+pub(super) fn chain_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, peers: bool) {
+    let imps = if peers {
+        "ito,tokio,go,elixir"
+    } else {
+        "ito,tokio"
+    };
+    let (w, r, t) = (
+        workers.to_string(),
+        s.chain_repeat.to_string(),
+        s.chain_timeout_s.to_string(),
+    );
+    let mut add = |n: u64, imps: &str, label: String| {
+        let ns = n.to_string();
+        let per = n as f64 * 1e-6;
+        // ito, two tokio flavours, go (3 us a process), elixir (5 us a process), starts.
+        let est =
+            (0.3 + per * (0.5 + 0.5 + 1.0 + if peers { 8.0 } else { 0.0 })) * s.chain_repeat as f64;
+        let args = [
+            "chain",
+            "--n",
+            &ns,
+            "--impl",
+            imps,
+            "--workers",
+            &w,
+            "--repeat",
+            &r,
+            "--timeout-s",
+            &t,
+        ];
+        let limit = (s.chain_timeout_s + 5.0) * 4.0 * s.chain_repeat as f64;
+        steps.push(Step::bench(Doc::D001, label, &args, limit, est));
+    };
+    for &n in s.chain_n {
+        add(n, imps, format!("chain of {n}: {imps}"));
+    }
+    if let Some(n) = s.chain_big {
+        add(n, "ito,tokio", format!("chain of {n}: ito,tokio"));
+    }
+}
+
+/// Document 002: build ito-find (unless given), make the tree, time the tools.
+pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, cfg: &Config) {
+    let ito_find = match &cfg.ito_find {
+        Some(p) => p.clone(),
+        None => {
+            let exe = std::env::current_exe().unwrap_or_default();
+            let release = exe
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|d| d == "release");
+            let cargo =
+                std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+            let mut build = Step::bench(Doc::D002, "build ito-find (cargo)", &[], 900.0, 3.0);
+            build.program = Program::Path(cargo);
+            build.args = ["build", "-p", "ito-find"].map(String::from).to_vec();
+            if release {
+                build.args.push("--release".into());
+            }
+            build.parse = Parse::Setup;
+            build.provides = Some("ito-find");
+            steps.push(build);
+            exe.with_file_name("ito-find")
+        }
+    };
+    let tree = cfg.scratch.join("tree");
+    let (d, f) = (s.find_dirs.to_string(), s.find_files.to_string());
+    let entries = (s.find_dirs + s.find_files) as f64;
+    let mut make = Step::bench(
+        Doc::D002,
+        format!("find: make a {}-entry tree", s.find_dirs + s.find_files),
+        &[
+            "find-tree",
+            "--dirs",
+            &d,
+            "--files",
+            &f,
+            "--seed",
+            "2",
+            "--out",
+            &tree.display().to_string(),
+        ],
+        600.0,
+        entries * 100e-6 + 0.1,
+    );
+    make.parse = Parse::Setup;
+    make.provides = Some("tree");
+    steps.push(make);
+    let (r, w) = (s.find_runs.to_string(), workers.to_string());
+    let mut find = Step::bench(
+        Doc::D002,
+        "find: ito-find vs GNU find vs fd",
+        &[
+            "find",
+            "--tree",
+            &tree.display().to_string(),
+            "--runs",
+            &r,
+            "--workers",
+            &w,
+            "--ito-find",
+            &ito_find.display().to_string(),
+        ],
+        900.0,
+        // 2 queries, 3 tools, a warm-up round: about 6 us an entry for the slowest.
+        (s.find_runs + 1) as f64 * entries * 6e-6 * 3.0 + 0.2,
+    );
+    find.needs = if cfg.ito_find.is_some() {
+        vec!["tree"]
+    } else {
+        vec!["ito-find", "tree"]
+    };
+    steps.push(find);
+}
+
+/// Document 003: the four modes with and without the 1 ms sleep (pool sizes 8 and 50), and
+/// 10,000 tasks for the memory.
+pub(super) fn pool_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
+    let w = workers.to_string();
+    let modes = "spawn,pool,bounded,channel-pool";
+    let runs = s.pool_runs.to_string();
+    let sruns = s.pool_sleep_runs.to_string();
+    let bruns = s.pool_big_runs.to_string();
+    let configs: [(&str, &str, &str, &str, f64); 3] = [
+        // label, tasks, runs, sleep, estimated seconds per configuration
+        (
+            "pool: 100 tasks",
+            "100",
+            &runs,
+            "0",
+            s.pool_runs as f64 * 100e-6 + 0.05,
+        ),
+        (
+            "pool: 100 tasks, 1 ms sleep",
+            "100",
+            &sruns,
+            "1",
+            s.pool_sleep_runs as f64 * 8e-3 + 0.05,
+        ),
+        (
+            "pool: 10,000 tasks (memory)",
+            "10000",
+            &bruns,
+            "0",
+            s.pool_big_runs as f64 * 10e-3 + 0.05,
+        ),
+    ];
+    for (label, tasks, runs, sleep, per) in configs {
+        let sizes = if tasks == "10000" { "8" } else { "8,50" };
+        let args = [
+            "pool",
+            "--mode",
+            modes,
+            "--tasks",
+            tasks,
+            "--runs",
+            runs,
+            "--sleep-ms",
+            sleep,
+            "--pool-size",
+            sizes,
+            "--impl",
+            "ito,tokio",
+            "--workers",
+            &w,
+            "--timeout-s",
+            "120",
+        ];
+        // 4 modes (2 of them with 2 pool sizes) x 2 impls, each a child process.
+        let configs = if tasks == "10000" { 8.0 } else { 12.0 };
+        steps.push(Step::bench(Doc::D003, label, &args, 900.0, configs * per));
+    }
+}
+
+/// Document 004: its six benchmarks.
+pub(super) fn futures_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
+    let (w, r, fr, rounds) = (
+        workers.to_string(),
+        s.fut_repeat.to_string(),
+        s.fut_first_repeat.to_string(),
+        s.fut_rounds.to_string(),
+    );
+    let benches: [(&str, &[&str], &str, f64); 6] = [
+        ("or-alt", &["--chain", "10,50,100"], &r, 0.05),
+        ("read-seq", &["--reads", "100,500,1000"], &r, 0.05),
+        ("read-concurrent", &["--readers", "10,30,60"], &r, 0.05),
+        ("first-completed", &["--futures", "10,30,60"], &fr, 0.002),
+        ("callbacks", &["--count", "10,50,100"], &r, 0.03),
+        (
+            "philosophers",
+            &["--n", "3,20,65", "--rounds", &rounds],
+            &r,
+            0.01,
+        ),
+    ];
+    for (bench, sizes, repeat, per_rep) in benches {
+        let mut args = vec!["futures", bench];
+        args.extend_from_slice(sizes);
+        args.extend(["--workers", &w, "--repeat", repeat, "--timeout-s", "60"]);
+        let reps: f64 = repeat.parse().unwrap_or(1.0);
+        steps.push(Step::bench(
+            Doc::D004,
+            format!("futures {bench}"),
+            &args,
+            600.0,
+            0.1 + reps * per_rep * 3.0,
+        ));
+    }
+}
+
+pub(super) fn to_value(rec: &Record) -> Value {
+    serde_json::to_value(rec).unwrap_or_else(|_| json!({}))
+}

@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,7 @@ pub(crate) struct Record {
     pub(crate) peak_threads: Option<usize>,
     /// Peak resident set size of the process (VmHWM) in bytes.
     pub(crate) rss_bytes: Option<u64>,
-    /// `git rev-parse --short HEAD` of the working directory, or `"unknown"`.
+    /// The commit this binary was built from (see [`commit`]).
     pub(crate) commit: String,
     /// Number of CPUs available to the process.
     pub(crate) nproc: usize,
@@ -116,23 +116,10 @@ pub(crate) fn nproc() -> usize {
     thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Short commit hash of the working directory's repository, or `"unknown"` (cached).
+/// The commit this binary was built from (`git rev-parse --short HEAD`, `-dirty` when tracked
+/// files differed from it, `unknown` without git), embedded by `build.rs`.
 pub(crate) fn commit() -> String {
-    static COMMIT: OnceLock<String> = OnceLock::new();
-    COMMIT.get_or_init(git_commit).clone()
-}
-
-fn git_commit() -> String {
-    Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
+    env!("ITO_BENCH_COMMIT").to_owned()
 }
 
 /// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`).

@@ -135,7 +135,7 @@ pub(crate) struct ChainRecord {
     /// `(rss_bytes - baseline_rss_bytes) / n`: without the runtime and the binary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     net_bytes_per_process: Option<f64>,
-    /// `git rev-parse --short HEAD`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     #[serde(default)]
     commit: String,
     /// CPUs available.

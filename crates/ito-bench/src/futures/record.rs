@@ -100,7 +100,7 @@ pub(super) struct FutRecord {
     /// failed though no fork of the loser was taken for good; always 0 for ito).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) unforced_losses: Option<u64>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     pub(super) commit: String,
     /// CPUs available to the process.
     pub(super) nproc: usize,

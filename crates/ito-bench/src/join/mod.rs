@@ -121,7 +121,7 @@ pub(crate) struct JoinRecord {
     /// ito only: compensation threads started or reactivated during the run (for workers
     /// that slept waiting for a stolen job).
     compensations: Option<u64>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
     nproc: usize,

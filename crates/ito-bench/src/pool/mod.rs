@@ -225,7 +225,7 @@ struct PoolRecord {
     rss_growth_bytes: Option<u64>,
     /// Most OS threads of the process during the runs (sampler excluded).
     peak_threads: Option<usize>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
     nproc: usize,

@@ -132,7 +132,7 @@ struct BankRecord {
     /// With `--audit`: snapshots whose sum was wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     audit_failures: Option<u64>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
     nproc: usize,

@@ -102,27 +102,28 @@ fn the_report_of_recorded_results() {
     // 20 (timeouts), and the finer cutoffs were not run; ito completed everywhere.
     assert!(
         report.contains(
-            "| tokio wait | 0.013 | 0.024 | T/O | not run | not run | not run | not run |"
+            "| tokio wait | 0.013 (n=1) | 0.024 (n=1) | T/O | not run | not run | not run | not run |"
         ),
         "{report}"
     );
-    assert!(
-        report.contains(
-            "| scala await | 0.11 | 0.19 | T/O | not run | not run | not run | not run |"
-        )
-    );
+    assert!(report.contains(
+        "| scala await | 0.11 (n=1) | 0.19 (n=1) | T/O | not run | not run | not run | not run |"
+    ));
     assert!(report.contains("Every ito style completed at every cutoff: **yes**"));
     // The ratio at cutoff 30, recomputed from the fixture, and the failures, per peer.
     let (ito, tokio) = (
         fib_seconds(&recs, "ito", "wait", 30).unwrap(),
         fib_seconds(&recs, "tokio", "wait", 30).unwrap(),
     );
-    let row = format!("| tokio wait | 30: {}, ", ratio(ito / tokio));
+    // One run a cell: too few for a verdict.
+    let row = format!("| tokio wait | 30: {} too few runs, ", ratio(ito / tokio));
     assert!(report.contains(&row), "{row}");
     assert!(report.contains(
-        "20: peer failed, 15: peer failed, 10: peer failed, 5: peer failed, 2: peer failed"
+        "20: better (peer failed), 15: better (peer failed), 10: better (peer failed), \
+         5: better (peer failed), 2: better (peer failed)"
     ));
-    // The headline says for every experiment whether ito beat every peer.
+    // The headline counts the verdicts of every comparison, and lists every configuration
+    // where ito is not better (here, with one run a cell, every one both ran).
     assert!(report.contains("## Headline: ito against every peer"));
     for exp in [
         "chain: time",
@@ -137,7 +138,16 @@ fn the_report_of_recorded_results() {
             "{exp} in the headline"
         );
     }
-    assert!(report.contains("ito beat every peer that ran: **"));
+    assert!(report.contains("### Every configuration where ito is not better ("));
+    assert!(
+        report.lines().any(|l| l.starts_with(
+            "| 000 | fib: blocking wait (ito wait, tokio block_in_place, Scala Await.result) \
+             | tokio wait | cutoff 30 | "
+        ) && l
+            .ends_with(&format!("| {} | too few runs |", ratio(ito / tokio)))),
+        "{report}"
+    );
+    assert!(!report.contains("geomean"));
     // The plot marks the failures and labels its axes with units.
     let shows = |plot: &str, texts: &[&str]| {
         let svg = fs::read_to_string(out.join(plot)).unwrap();

@@ -1,26 +1,22 @@
-//! From records to tables: for each experiment, the value of every (series, configuration)
-//! cell (the median of its runs), and for each peer the ratio of ito's cost to the peer's.
+//! From records to tables: for each experiment, every (series, configuration) cell (the
+//! median, quartiles and count of its runs), and for each peer and configuration the ratio
+//! of ito's cost to the peer's and the verdict ([`verdict`]).
 
 use serde_json::Value;
 
 use super::plan::Doc;
 use super::schema;
-use crate::measure::median;
-
 mod groups;
+pub(crate) mod verdict;
 
 use groups::*;
+use verdict::{Spread, Verdict};
 
 /// One cell of a table.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Cell {
-    /// The median of `runs` successful runs.
-    Value {
-        /// The median.
-        value: f64,
-        /// How many runs it is the median of.
-        runs: usize,
-    },
+    /// The spread of the successful runs.
+    Value(Spread),
     /// Every run failed; the first error.
     Failed(String),
     /// Not run, because a coarser configuration of the series failed.
@@ -35,7 +31,15 @@ impl Cell {
     /// The value, if the cell has one.
     pub(crate) fn value(&self) -> Option<f64> {
         match self {
-            Cell::Value { value, .. } => Some(*value),
+            Cell::Value(s) => Some(s.median),
+            _ => None,
+        }
+    }
+
+    /// The spread, if the cell has values.
+    pub(crate) fn spread(&self) -> Option<&Spread> {
+        match self {
+            Cell::Value(s) => Some(s),
             _ => None,
         }
     }
@@ -71,52 +75,37 @@ pub(crate) struct Group {
     pub(crate) peers: Option<Vec<String>>,
 }
 
+/// ito against one peer at one configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Versus {
+    /// The configuration.
+    pub(crate) config: String,
+    /// ito's median cost over the peer's (below 1: ito is cheaper), where both have values.
+    pub(crate) ratio: Option<f64>,
+    /// The verdict.
+    pub(crate) verdict: Verdict,
+}
+
 /// ito against one peer over a group's configurations.
 #[derive(Clone, Debug)]
 pub(crate) struct Comparison {
     /// The peer's series.
     pub(crate) peer: String,
-    /// ito's cost over the peer's (below 1: ito is better), per configuration both ran.
-    pub(crate) ratios: Vec<(String, f64)>,
-    /// Configurations where the peer failed (or was not run) and ito did not.
-    pub(crate) peer_failed: Vec<String>,
-    /// Configurations where ito failed (or was not run) and the peer did not.
-    pub(crate) ito_failed: Vec<String>,
+    /// Per configuration both ran (or one of them failed at).
+    pub(crate) configs: Vec<Versus>,
     /// Why the peer did not run at all.
     pub(crate) skipped: Option<String>,
 }
 
 impl Comparison {
-    /// The geometric mean of the ratios.
-    pub(crate) fn geomean(&self) -> Option<f64> {
-        if self.ratios.is_empty() {
-            return None;
-        }
-        let s: f64 = self.ratios.iter().map(|(_, r)| r.ln()).sum();
-        Some((s / self.ratios.len() as f64).exp())
+    /// The configurations where ito is not better (worse, tied, failed, or too few runs).
+    pub(crate) fn not_better(&self) -> impl Iterator<Item = &Versus> {
+        self.configs.iter().filter(|v| !v.verdict.ito_better())
     }
 
-    /// The smallest and largest ratio.
-    pub(crate) fn range(&self) -> Option<(f64, f64)> {
-        let it = self.ratios.iter().map(|&(_, r)| r);
-        let lo = it.clone().fold(f64::INFINITY, f64::min);
-        let hi = it.fold(f64::NEG_INFINITY, f64::max);
-        (!self.ratios.is_empty()).then_some((lo, hi))
-    }
-
-    /// Whether ito beat the peer: it never failed where the peer ran, and it was cheaper
-    /// on the geometric mean of the configurations both ran, or the peer failed where ito
-    /// ran; `None` when the peer was skipped or nothing can be compared.
-    pub(crate) fn beat(&self) -> Option<bool> {
-        if self.skipped.is_some() {
-            return None;
-        }
-        match self.geomean() {
-            _ if !self.ito_failed.is_empty() => Some(false),
-            Some(g) => Some(g < 1.0 || (g <= 1.0 && !self.peer_failed.is_empty())),
-            None if !self.peer_failed.is_empty() => Some(true),
-            None => None,
-        }
+    /// How many configurations have `verdict`.
+    pub(crate) fn count(&self, verdict: Verdict) -> usize {
+        self.configs.iter().filter(|v| v.verdict == verdict).count()
     }
 }
 
@@ -145,9 +134,7 @@ impl Group {
             .map(|peer| {
                 let mut c = Comparison {
                     peer: peer.clone(),
-                    ratios: Vec::new(),
-                    peer_failed: Vec::new(),
-                    ito_failed: Vec::new(),
+                    configs: Vec::new(),
                     skipped: None,
                 };
                 let mut skipped = 0;
@@ -158,17 +145,26 @@ impl Group {
                         c.skipped.get_or_insert_with(|| why.clone());
                         continue;
                     }
-                    match (i.value(), p.value()) {
-                        (Some(iv), Some(pv)) => {
-                            let r = if self.higher_better { pv / iv } else { iv / pv };
-                            c.ratios.push((config.clone(), r));
+                    let (ratio, verdict) = match (i.spread(), p.spread()) {
+                        (Some(is), Some(ps)) => {
+                            let r = if self.higher_better {
+                                ps.median / is.median
+                            } else {
+                                is.median / ps.median
+                            };
+                            (Some(r), verdict::compare(is, ps, self.higher_better))
                         }
-                        (Some(_), None) if p.failed() => c.peer_failed.push(config.clone()),
-                        (None, Some(_)) if i.failed() => c.ito_failed.push(config.clone()),
-                        _ => {}
-                    }
+                        (Some(_), None) if p.failed() => (None, Verdict::PeerFailed),
+                        (None, Some(_)) if i.failed() => (None, Verdict::ItoFailed),
+                        _ => continue,
+                    };
+                    c.configs.push(Versus {
+                        config: config.clone(),
+                        ratio,
+                        verdict,
+                    });
                 }
-                if skipped == 0 || c.ratios.len() + c.peer_failed.len() + c.ito_failed.len() > 0 {
+                if skipped == 0 || !c.configs.is_empty() {
                     c.skipped = None;
                 }
                 c
@@ -248,16 +244,13 @@ fn aggregate(runs: &[&Value], value: &dyn Fn(&Value) -> Option<f64>) -> Cell {
     if runs.is_empty() {
         return Cell::Empty;
     }
-    let mut ok: Vec<f64> = runs
-        .iter()
-        .filter(|r| is_measured(r))
-        .filter_map(|r| value(r))
-        .collect();
-    if let Some(m) = median(&mut ok) {
-        return Cell::Value {
-            value: m,
-            runs: ok.len(),
-        };
+    let measured: Vec<&Value> = runs.iter().copied().filter(|r| is_measured(r)).collect();
+    let values: Vec<f64> = measured.iter().filter_map(|r| value(r)).collect();
+    // A run is long when the median run's own seconds are.
+    let seconds: Vec<f64> = measured.iter().filter_map(|r| num(r, "seconds")).collect();
+    let long = Spread::of(&seconds, false).is_some_and(|s| s.median > verdict::LONG_RUN_S);
+    if let Some(s) = Spread::of(&values, long) {
+        return Cell::Value(s);
     }
     if let Some(r) = runs
         .iter()
@@ -406,16 +399,24 @@ mod tests {
     }
 
     #[test]
-    fn medians_ratios_failures_and_verdicts() {
-        let mut recs = vec![
-            fib("ito", "wait", 20, Some(1.0)),
-            fib("ito", "wait", 20, Some(3.0)),
-            fib("ito", "wait", 20, Some(2.0)),
-            fib("tokio", "wait", 20, Some(4.0)),
-            fib("ito", "wait", 10, Some(1.0)),
-            fib("tokio", "wait", 10, None),
-            fib("ito", "wait", 5, Some(1.0)),
-        ];
+    fn spreads_ratios_failures_and_verdicts() {
+        let mut recs = Vec::new();
+        // ito at cutoff 20: five runs 1..5 s; tokio: five runs 7..11 s (apart: better).
+        for s in [3.0, 1.0, 5.0, 2.0, 4.0] {
+            recs.push(fib("ito", "wait", 20, Some(s)));
+            recs.push(fib("tokio", "wait", 20, Some(s + 6.0)));
+        }
+        // Cutoff 15: overlapping ranges (a tie, though ito's median is lower).
+        for (i, t) in [(1.0, 1.5), (2.0, 2.5), (3.0, 3.5), (4.0, 4.5), (5.0, 5.5)] {
+            recs.push(fib("ito", "wait", 15, Some(i)));
+            recs.push(fib("tokio", "wait", 15, Some(t)));
+        }
+        // Cutoff 12: one run each (too few for a verdict).
+        recs.push(fib("ito", "wait", 12, Some(1.0)));
+        recs.push(fib("tokio", "wait", 12, Some(9.0)));
+        recs.push(fib("ito", "wait", 10, Some(1.0)));
+        recs.push(fib("tokio", "wait", 10, None));
+        recs.push(fib("ito", "wait", 5, Some(1.0)));
         let mut nr = fib("tokio", "wait", 5, None);
         nr["not_run"] = json!(true);
         recs.push(nr);
@@ -427,42 +428,52 @@ mod tests {
         assert!(a.schema_errors.is_empty(), "{:?}", a.schema_errors);
         let g = a.group(FIB_PAIRS[0].0).expect("the blocking pair");
         assert_eq!(g.series, ["ito wait", "tokio wait", "scala await"]);
-        assert_eq!(
-            g.cell("ito wait", "20"),
-            &Cell::Value {
-                value: 2.0,
-                runs: 3
-            }
-        );
+        let s = g.cell("ito wait", "20").spread().unwrap();
+        assert_eq!((s.median, s.q1, s.q3, s.runs), (3.0, 2.0, 4.0, 5));
         assert_eq!(g.cell("tokio wait", "10"), &Cell::Failed("timeout".into()));
         assert_eq!(g.cell("tokio wait", "5"), &Cell::NotRun);
         let cs = g.comparisons();
         assert_eq!(cs.len(), 2);
-        assert_eq!(cs[0].ratios, [("20".to_owned(), 0.5)]);
-        assert_eq!(cs[0].peer_failed, ["10", "5"]);
-        assert_eq!(cs[0].beat(), Some(true));
+        let verdicts: Vec<(&str, Option<f64>, Verdict)> = cs[0]
+            .configs
+            .iter()
+            .map(|v| (v.config.as_str(), v.ratio, v.verdict))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("20", Some(3.0 / 9.0), Verdict::Better),
+                ("15", Some(3.0 / 3.5), Verdict::Tie),
+                ("12", Some(1.0 / 9.0), Verdict::FewRuns),
+                ("10", None, Verdict::PeerFailed),
+                ("5", None, Verdict::PeerFailed),
+            ]
+        );
+        let not_better: Vec<&str> = cs[0].not_better().map(|v| v.config.as_str()).collect();
+        assert_eq!(not_better, ["15", "12"]);
         assert_eq!(cs[1].skipped.as_deref(), Some("mvn is not installed"));
-        assert_eq!(cs[1].beat(), None);
+        assert!(cs[1].configs.is_empty());
     }
 
     #[test]
     fn higher_is_better_inverts_the_ratio_and_ito_failures_lose() {
-        let bank = |imp: &str, tx: f64| {
+        let bank = |imp: &str, tx: f64, ok: bool| {
             json!({"experiment": "stm-bank", "impl": imp, "threads": 2,
             "accounts": 8, "ops": 10, "rep": 0, "seconds": 1.0, "tx_per_s": tx, "total_ok": true,
-            "commit": "c", "nproc": 2, "ok": true})
+            "commit": "c", "nproc": 2, "ok": ok})
         };
-        let a = Analysis::of(&[bank("ito", 2e6), bank("mutex", 8e6)]);
+        let mut recs = Vec::new();
+        for i in 0..5 {
+            recs.push(bank("ito", 2e6 + f64::from(i), true));
+            recs.push(bank("mutex", 8e6 + f64::from(i), true));
+        }
+        let a = Analysis::of(&recs);
         let c = &a.group("stm-bank").unwrap().comparisons()[0];
-        assert_eq!(c.ratios[0].1, 4.0);
-        assert_eq!(c.beat(), Some(false));
-        let lost = Comparison {
-            peer: "p".into(),
-            ratios: vec![("a".into(), 0.5)],
-            peer_failed: vec![],
-            ito_failed: vec!["b".into()],
-            skipped: None,
-        };
-        assert_eq!(lost.beat(), Some(false));
+        assert!((c.configs[0].ratio.unwrap() - 4.0).abs() < 1e-3);
+        assert_eq!(c.configs[0].verdict, Verdict::Worse);
+        let a = Analysis::of(&[bank("ito", 1.0, false), bank("mutex", 8e6, true)]);
+        let c = &a.group("stm-bank").unwrap().comparisons()[0];
+        assert_eq!(c.configs[0].verdict, Verdict::ItoFailed);
+        assert_eq!(c.not_better().count(), 1);
     }
 }

@@ -341,8 +341,13 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
     let mut configs = Vec::new();
     for &tasks in &dedup(&args.tasks) {
         for &sleep_ms in &dedup(&args.sleep_ms) {
-            for &pool_size in &dedup(&args.pool_size) {
+            let pool_sizes = dedup(&args.pool_size);
+            for &pool_size in &pool_sizes {
                 for &mode in &dedup(&args.mode) {
+                    // spawn takes no pool size: run it once.
+                    if mode == Mode::Spawn && pool_size != pool_sizes[0] {
+                        continue;
+                    }
                     for &caller in &dedup(&args.caller) {
                         for &imp in &s.imps {
                             configs.push(Config {

@@ -187,10 +187,15 @@ pub(super) fn find_groups(recs: &[&Value], groups: &mut Vec<Group>) {
 }
 
 pub(super) fn pool_groups(recs: &[&Value], groups: &mut Vec<Group>) {
-    let key = |r: &Value| -> Option<(u64, u64)> {
-        Some((r.get("tasks")?.as_u64()?, r.get("sleep_ms")?.as_u64()?))
+    // Each caller is a population of its own: a table per caller.
+    let key = |r: &Value| -> Option<(u64, u64, String)> {
+        Some((
+            r.get("tasks")?.as_u64()?,
+            r.get("sleep_ms")?.as_u64()?,
+            str_of(r, "caller").unwrap_or("task").to_owned(),
+        ))
     };
-    let mut kinds: Vec<(u64, u64)> = Vec::new();
+    let mut kinds: Vec<(u64, u64, String)> = Vec::new();
     for r in recs {
         if let Some(k) = key(r) {
             if !kinds.contains(&k) {
@@ -205,15 +210,19 @@ pub(super) fn pool_groups(recs: &[&Value], groups: &mut Vec<Group>) {
             _ => m.to_owned(),
         })
     };
-    for (tasks, sleep) in kinds {
+    for (tasks, sleep, caller) in kinds {
         let these: Vec<&Value> = recs
             .iter()
             .copied()
-            .filter(|r| key(r) == Some((tasks, sleep)))
+            .filter(|r| key(r).is_some_and(|k| k == (tasks, sleep, caller.clone())))
             .collect();
         let label = match sleep {
-            0 => format!("pool: {tasks} tasks"),
-            s => format!("pool: {tasks} tasks, {s} ms sleep"),
+            0 => format!("pool: {tasks} tasks, caller {caller}"),
+            // A run of tasks that each sleep 1 ms lasts about as long as the timer makes the
+            // sleep last: it measures the timer's precision more than the pool.
+            s => format!(
+                "pool: {tasks} tasks, {s} ms sleep (timer precision more than the pool), caller {caller}"
+            ),
         };
         groups.extend(build(
             &these,
@@ -385,9 +394,13 @@ pub(super) fn futures_groups(recs: &[&Value], groups: &mut Vec<Group>) {
     }
 }
 
+/// The stm-bank comparison (runs without the auditor: an auditor's reads change what each
+/// implementation does), and the audits per second of the runs with one, beside it.
 pub(super) fn bank_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    let (audited, plain): (Vec<&Value>, Vec<&Value>) =
+        recs.iter().partition(|r| r.get("audits").is_some());
     groups.extend(build(
-        recs,
+        &plain,
         &Spec {
             doc: Doc::D004,
             name: "stm-bank".into(),
@@ -398,6 +411,21 @@ pub(super) fn bank_groups(recs: &[&Value], groups: &mut Vec<Group>) {
             series: &|r| str_of(r, "impl").map(str::to_owned),
             value: &|r| num(r, "tx_per_s").map(|t| t / 1e6),
             ito: Some("ito"),
+            peers: None,
+        },
+    ));
+    groups.extend(build(
+        &audited,
+        &Spec {
+            doc: Doc::D004,
+            name: "stm-bank with the auditor: audits per second (not compared)".into(),
+            metric: "audits/s",
+            higher_better: true,
+            config_name: "threads",
+            config: &|r| Some(r.get("threads")?.as_u64()?.to_string()),
+            series: &|r| str_of(r, "impl").map(str::to_owned),
+            value: &|r| Some(num(r, "audits")? / num(r, "seconds")?),
+            ito: None,
             peers: None,
         },
     ));

@@ -1,6 +1,7 @@
 //! The steps of each document.
 
 use super::*;
+use crate::seeds::analysis::verdict;
 
 /// Document 000: every fib series at every cutoff, interleaved (for each cutoff, every
 /// series), coarse to fine; the Scala peer when Maven and Java are there.
@@ -15,7 +16,8 @@ pub(super) fn fib_steps(
     let ns = n.to_string();
     let t = s.fib_timeout_s;
     let ts = t.to_string();
-    // A sequential reference, once.
+    let runs = s.cell_runs.to_string();
+    // The sequential reference.
     let seq_template = Record::template("fib", "seq", "seq", n, n.max(2), 1);
     let mut seq = Step::bench(
         Doc::D000,
@@ -30,11 +32,13 @@ pub(super) fn fib_steps(
             "seq",
             "--style",
             "wait",
+            "--repeat",
+            &runs,
             "--timeout-s",
             &ts,
         ],
-        t + 5.0,
-        fib_estimate(n, 2),
+        (t + 5.0) * f64::from(s.cell_runs),
+        fib_estimate(n, n.max(2)) * f64::from(s.cell_runs),
     );
     seq.template = Some(to_value(&seq_template));
     steps.push(seq);
@@ -68,11 +72,16 @@ pub(super) fn fib_steps(
                     style,
                     "--workers",
                     &w,
+                    "--repeat",
+                    &runs,
                     "--timeout-s",
                     &ts,
                 ],
-                t + 5.0,
-                fib_estimate(n, cutoff) * if imp == "ito" { 1.0 } else { 2.0 },
+                // The watchdog of the child covers one run; this limit all of them.
+                (t + 5.0) * f64::from(s.cell_runs),
+                fib_estimate(n, cutoff)
+                    * if imp == "ito" { 1.0 } else { 2.0 }
+                    * f64::from(s.cell_runs),
             );
             step.template = Some(to_value(&template));
             step.series = Some(format!("fib {imp}/{style}"));
@@ -80,11 +89,15 @@ pub(super) fn fib_steps(
             steps.push(step);
         }
         if peers {
-            for style in ["flatmap", "await"] {
+            // One JVM a run: the peer's script times one computation.
+            for (style, run) in ["flatmap", "await"]
+                .into_iter()
+                .flat_map(|style| (1..=s.cell_runs).map(move |run| (style, run)))
+            {
                 let template = Record::template("fib", "scala", style, n, cutoff, workers);
                 let mut step = Step::bench(
                     Doc::D000,
-                    format!("fib({n}) scala/{style} cutoff {cutoff}"),
+                    format!("fib({n}) scala/{style} cutoff {cutoff} run {run}"),
                     &[],
                     t,
                     0.7 + fib_estimate(n, cutoff) * 4.0,
@@ -118,17 +131,14 @@ pub(super) fn chain_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, peer
     } else {
         "ito,tokio"
     };
-    let (w, r, t) = (
-        workers.to_string(),
-        s.chain_repeat.to_string(),
-        s.chain_timeout_s.to_string(),
-    );
-    let mut add = |n: u64, imps: &str, label: String| {
+    let (w, t) = (workers.to_string(), s.chain_timeout_s.to_string());
+    let mut add = |n: u64, imps: &str, repeat: u32, label: String| {
+        let r = repeat.to_string();
         let ns = n.to_string();
         let per = n as f64 * 1e-6;
         // ito, two tokio flavours, go (3 us a process), elixir (5 us a process), starts.
         let est =
-            (0.3 + per * (0.5 + 0.5 + 1.0 + if peers { 8.0 } else { 0.0 })) * s.chain_repeat as f64;
+            (0.3 + per * (0.5 + 0.5 + 1.0 + if peers { 8.0 } else { 0.0 })) * f64::from(repeat);
         let args = [
             "chain",
             "--n",
@@ -142,14 +152,16 @@ pub(super) fn chain_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, peer
             "--timeout-s",
             &t,
         ];
-        let limit = (s.chain_timeout_s + 5.0) * 4.0 * s.chain_repeat as f64;
+        let limit = (s.chain_timeout_s + 5.0) * 4.0 * f64::from(repeat);
         steps.push(Step::bench(Doc::D001, label, &args, limit, est));
     };
     for &n in s.chain_n {
-        add(n, imps, format!("chain of {n}: {imps}"));
+        add(n, imps, s.cell_runs, format!("chain of {n}: {imps}"));
     }
     if let Some(n) = s.chain_big {
-        add(n, "ito,tokio", format!("chain of {n}: ito,tokio"));
+        // Runs of 10M processes are long: fewer runs give a verdict.
+        let repeat = s.cell_runs.min(verdict::MIN_RUNS_LONG as u32);
+        add(n, "ito,tokio", repeat, format!("chain of {n}: ito,tokio"));
     }
 }
 
@@ -201,30 +213,36 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, cfg: 
     make.provides = Some("tree");
     steps.push(make);
     let (r, w) = (s.find_runs.to_string(), workers.to_string());
-    let mut find = Step::bench(
-        Doc::D002,
-        "find: ito-find vs GNU find vs fd",
-        &[
-            "find",
-            "--tree",
-            &tree.display().to_string(),
-            "--runs",
-            &r,
-            "--workers",
-            &w,
-            "--ito-find",
-            &ito_find.display().to_string(),
-        ],
-        900.0,
-        // 2 queries, 3 tools, a warm-up round: about 6 us an entry for the slowest.
-        (s.find_runs + 1) as f64 * entries * 6e-6 * 3.0 + 0.2,
-    );
-    find.needs = if cfg.ito_find.is_some() {
-        vec!["tree"]
-    } else {
-        vec!["ito-find", "tree"]
-    };
-    steps.push(find);
+    // Each step's record is the median of its --runs runs; the cell is over the steps.
+    for step in 1..=s.cell_runs {
+        let mut find = Step::bench(
+            Doc::D002,
+            format!(
+                "find: ito-find vs GNU find vs fd, {step} of {}",
+                s.cell_runs
+            ),
+            &[
+                "find",
+                "--tree",
+                &tree.display().to_string(),
+                "--runs",
+                &r,
+                "--workers",
+                &w,
+                "--ito-find",
+                &ito_find.display().to_string(),
+            ],
+            900.0,
+            // 2 queries, 3 tools, a warm-up round: about 6 us an entry for the slowest.
+            (s.find_runs + 1) as f64 * entries * 6e-6 * 3.0 + 0.2,
+        );
+        find.needs = if cfg.ito_find.is_some() {
+            vec!["tree"]
+        } else {
+            vec!["ito-find", "tree"]
+        };
+        steps.push(find);
+    }
 }
 
 /// Document 003: the four modes with and without the 1 ms sleep (pool sizes 8 and 50), and
@@ -235,6 +253,7 @@ pub(super) fn pool_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
     let runs = s.pool_runs.to_string();
     let sruns = s.pool_sleep_runs.to_string();
     let bruns = s.pool_big_runs.to_string();
+    let cell_runs = s.cell_runs.to_string();
     let configs: [(&str, &str, &str, &str, f64); 3] = [
         // label, tasks, runs, sleep, estimated seconds per configuration
         (
@@ -277,12 +296,20 @@ pub(super) fn pool_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
             "ito,tokio",
             "--workers",
             &w,
+            "--repeat",
+            &cell_runs,
             "--timeout-s",
             "120",
         ];
-        // 4 modes (2 of them with 2 pool sizes) x 2 impls, each a child process.
-        let configs = if tasks == "10000" { 8.0 } else { 12.0 };
-        steps.push(Step::bench(Doc::D003, label, &args, 900.0, configs * per));
+        // 4 modes (3 of them with each pool size) x 2 callers x 2 impls, each a child process.
+        let configs = if tasks == "10000" { 16.0 } else { 28.0 } * f64::from(s.cell_runs);
+        steps.push(Step::bench(
+            Doc::D003,
+            label,
+            &args,
+            900.0 * f64::from(s.cell_runs),
+            configs * per,
+        ));
     }
 }
 
@@ -290,7 +317,7 @@ pub(super) fn pool_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
 pub(super) fn futures_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
     let (w, r, fr, rounds) = (
         workers.to_string(),
-        s.fut_repeat.to_string(),
+        s.cell_runs.to_string(),
         s.fut_first_repeat.to_string(),
         s.fut_rounds.to_string(),
     );
@@ -312,13 +339,26 @@ pub(super) fn futures_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
         args.extend_from_slice(sizes);
         args.extend(["--workers", &w, "--repeat", repeat, "--timeout-s", "60"]);
         let reps: f64 = repeat.parse().unwrap_or(1.0);
-        steps.push(Step::bench(
-            Doc::D004,
-            format!("futures {bench}"),
-            &args,
-            600.0,
-            0.1 + reps * per_rep * 3.0,
-        ));
+        // A first-completed line is the accuracy of all its repetitions: one run of the cell.
+        let steps_of = if bench == "first-completed" {
+            s.cell_runs
+        } else {
+            1
+        };
+        for step in 1..=steps_of {
+            let label = if steps_of == 1 {
+                format!("futures {bench}")
+            } else {
+                format!("futures {bench}, {step} of {steps_of}")
+            };
+            steps.push(Step::bench(
+                Doc::D004,
+                label,
+                &args,
+                600.0,
+                0.1 + reps * per_rep * 3.0,
+            ));
+        }
     }
 }
 

@@ -39,6 +39,12 @@ pub(crate) struct Record {
     pub(crate) peak_threads: Option<usize>,
     /// Peak resident set size of the process (VmHWM) in bytes.
     pub(crate) rss_bytes: Option<u64>,
+    /// User CPU seconds of the process (every thread) during the computation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) user_s: Option<f64>,
+    /// System CPU seconds of the process (every thread) during the computation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sys_s: Option<f64>,
     /// The commit this binary was built from (see [`commit`]).
     pub(crate) commit: String,
     /// Number of CPUs available to the process.
@@ -91,6 +97,8 @@ impl Record {
             tasks: None,
             peak_threads: None,
             rss_bytes: None,
+            user_s: None,
+            sys_s: None,
             commit: commit(),
             nproc: nproc(),
             ok: false,
@@ -108,6 +116,65 @@ impl Record {
     /// The record as one line of JSON.
     pub(crate) fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a Record always serializes")
+    }
+}
+
+/// User and system CPU time, in seconds (in a record: of the span its `seconds` covers, or
+/// as that record's documentation says).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CpuTime {
+    /// User time.
+    pub(crate) user_s: f64,
+    /// System time.
+    pub(crate) sys_s: f64,
+}
+
+impl CpuTime {
+    /// The CPU time of every thread of this process so far (`getrusage(RUSAGE_SELF)`).
+    pub(crate) fn of_self() -> CpuTime {
+        rusage(libc::RUSAGE_SELF)
+    }
+
+    /// The CPU time of every waited-for child of this process so far
+    /// (`getrusage(RUSAGE_CHILDREN)`).
+    pub(crate) fn of_children() -> CpuTime {
+        rusage(libc::RUSAGE_CHILDREN)
+    }
+
+    /// The CPU time from `earlier` to `self`.
+    pub(crate) fn since(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            sys_s: (self.sys_s - earlier.sys_s).max(0.0),
+        }
+    }
+
+    /// This CPU time divided by `n` (the time of one of `n` operations).
+    pub(crate) fn per(self, n: f64) -> CpuTime {
+        CpuTime {
+            user_s: self.user_s / n,
+            sys_s: self.sys_s / n,
+        }
+    }
+}
+
+/// The seconds of a `timeval`.
+pub(crate) fn timeval_s(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+fn rusage(who: libc::c_int) -> CpuTime {
+    // SAFETY: `rusage` is plain data for which all-zero bytes are a valid value, and
+    // `getrusage` only writes into the struct it is given, which lives for the call.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `who` is RUSAGE_SELF or RUSAGE_CHILDREN and `ru` is a valid, writable rusage.
+    let rc = unsafe { libc::getrusage(who, &mut ru) };
+    if rc != 0 {
+        return CpuTime::default();
+    }
+    CpuTime {
+        user_s: timeval_s(ru.ru_utime),
+        sys_s: timeval_s(ru.ru_stime),
     }
 }
 

@@ -62,6 +62,8 @@ fn every_ito_style_prints_a_correct_json_line() {
             "tasks",
             "peak_threads",
             "rss_bytes",
+            "user_s",
+            "sys_s",
             "commit",
             "nproc",
         ] {

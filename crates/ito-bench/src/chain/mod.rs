@@ -27,7 +27,7 @@ use ito::process::{self, Mailbox, Pid};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{CommonArgs, Defaults};
-use crate::measure::{self, dedup};
+use crate::measure::{self, CpuTime, dedup};
 
 /// Arguments of `chain`.
 #[derive(Args, Debug)]
@@ -123,6 +123,9 @@ pub(crate) struct ChainRecord {
     /// Seconds from the first spawn to the result.
     #[serde(default)]
     seconds: Option<f64>,
+    /// CPU time of the whole process that ran the chain (its start included).
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// Peak resident set of the run's process (VmHWM), in bytes.
     #[serde(default)]
     rss_bytes: Option<u64>,
@@ -164,6 +167,7 @@ impl ChainRecord {
             workers,
             result: None,
             seconds: None,
+            cpu: None,
             rss_bytes: None,
             baseline_rss_bytes: None,
             bytes_per_process: None,
@@ -225,14 +229,22 @@ pub(crate) fn command(args: &ChainArgs) -> ExitCode {
     for _ in 0..repeat {
         for &n in &ns {
             for &imp in &imps {
+                // Every run is a process of its own: its CPU time is that of the whole
+                // process (runtime or VM start included), the same for every impl.
+                let with_cpu = |run: &dyn Fn() -> ChainRecord| {
+                    let before = CpuTime::of_children();
+                    let mut rec = run();
+                    rec.cpu = Some(CpuTime::of_children().since(before));
+                    rec
+                };
                 let runs: Vec<ChainRecord> = match imp {
-                    ChainImpl::Ito => vec![run_child(imp, None, n, workers, timeout)],
+                    ChainImpl::Ito => vec![with_cpu(&|| run_child(imp, None, n, workers, timeout))],
                     ChainImpl::Tokio => [Flavor::CurrentThread, Flavor::MultiThread]
                         .into_iter()
-                        .map(|f| run_child(imp, Some(f), n, workers, timeout))
+                        .map(|f| with_cpu(&|| run_child(imp, Some(f), n, workers, timeout)))
                         .collect(),
                     ChainImpl::Go | ChainImpl::Elixir => {
-                        vec![run_peer(imp, n, workers, timeout)]
+                        vec![with_cpu(&|| run_peer(imp, n, workers, timeout))]
                     }
                 };
                 for mut rec in runs {

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::{Impl, Style, Workload, effective_style, fib_reference};
 use crate::common::{CommonArgs, Defaults, Settings};
-use crate::measure::{self, OnTimeout, Record, Sampler, Sink};
+use crate::measure::{self, CpuTime, OnTimeout, Record, Sampler, Sink};
 use crate::usage_error;
 
 /// The cutoffs of `--sweep`, coarse to fine.
@@ -118,13 +118,17 @@ fn fib_in_process(
             })
         };
         let sampler = Sampler::start(Some((timeout, on_timeout)));
+        let cpu_before = CpuTime::of_self();
         let outcome = workload.run(n, cutoff);
+        let cpu = CpuTime::of_self().since(cpu_before);
         let peak = sampler.finish();
         let mut rec = template.clone();
         match outcome {
             Ok(o) => {
                 rec.result = Some(o.result);
                 rec.seconds = Some(o.seconds);
+                rec.user_s = Some(cpu.user_s);
+                rec.sys_s = Some(cpu.sys_s);
                 rec.tasks = Some(o.tasks);
                 rec.ok = o.result == expected;
                 if !rec.ok {

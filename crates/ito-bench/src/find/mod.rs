@@ -34,7 +34,7 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use crate::measure::{self, median};
+use crate::measure::{self, CpuTime, median};
 
 /// The file at depth 1 that `first-depth1` looks for.
 pub(crate) const TARGET: &str = "ito-find-depth1-target";
@@ -88,6 +88,9 @@ struct FindRecord {
     query: &'static str,
     median_ms: f64,
     min_ms: f64,
+    /// The medians of the runs' user and system CPU seconds (of the tool's process).
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// `median_ms` over GNU find's median for the same query.
     ratio_vs_find: f64,
     /// `median_ms` over fd's median; `null` without fd.
@@ -327,9 +330,15 @@ fn tools(args: &FindArgs) -> Result<Vec<Tool>, String> {
     Ok(tools)
 }
 
-/// Runs `program args`; returns its wall-clock milliseconds and whether it printed what
-/// `query` should.
-fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<(f64, bool)> {
+/// Runs `program args`; returns its wall-clock milliseconds, whether it printed what `query`
+/// should, and its CPU time (the runs are one at a time, so the growth of this process's
+/// children's CPU time is this one's).
+fn time_one(
+    program: &OsString,
+    args: &[OsString],
+    query: &str,
+) -> io::Result<(f64, bool, CpuTime)> {
+    let cpu_before = CpuTime::of_children();
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -345,6 +354,7 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<(f
         .read_to_end(&mut out)?;
     let status = child.wait()?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
+    let cpu = CpuTime::of_children().since(cpu_before);
     let lines: Vec<&[u8]> = out
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -353,7 +363,17 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<(f
         "missing" => lines.is_empty() && status.code() != Some(2),
         _ => lines.len() == 1 && lines[0].ends_with(TARGET.as_bytes()) && status.success(),
     };
-    Ok((ms, ok))
+    Ok((ms, ok, cpu))
+}
+
+/// The medians of the user and of the system times of `runs`.
+fn median_cpu(runs: &[CpuTime]) -> Option<CpuTime> {
+    let mut user: Vec<f64> = runs.iter().map(|c| c.user_s).collect();
+    let mut sys: Vec<f64> = runs.iter().map(|c| c.sys_s).collect();
+    Some(CpuTime {
+        user_s: median(&mut user)?,
+        sys_s: median(&mut sys)?,
+    })
 }
 
 /// `ito-bench find`.
@@ -386,6 +406,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
     // times[tool][query], ok[tool][query]
     let mut times = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
     let mut oks = vec![vec![true; QUERIES.len()]; tools.len()];
+    let mut cpus: Vec<Vec<Vec<CpuTime>>> = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
     for round in 0..=args.runs {
         for (q, query) in QUERIES.iter().enumerate() {
             for k in 0..tools.len() {
@@ -394,8 +415,9 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 let argv = if q == 0 { &tool.missing } else { &tool.first };
                 match time_one(&tool.program, argv, query) {
                     // Round 0 warms the cache.
-                    Ok((ms, ok)) if round > 0 => {
+                    Ok((ms, ok, cpu)) if round > 0 => {
                         times[t][q].push(ms);
+                        cpus[t][q].push(cpu);
                         oks[t][q] &= ok;
                     }
                     Ok(_) => {}
@@ -434,6 +456,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 query,
                 median_ms: round3(m),
                 min_ms: round3(times[t][q].iter().copied().fold(f64::INFINITY, f64::min)),
+                cpu: median_cpu(&cpus[t][q]),
                 ratio_vs_find: round3(m / find_i.map_or(f64::NAN, |f| medians[f][q])),
                 ratio_vs_fd: fd_i.map(|f| round3(m / medians[f][q])),
                 entries,

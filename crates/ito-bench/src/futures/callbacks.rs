@@ -91,8 +91,9 @@ pub(super) fn callbacks(
                 for &imp in imps {
                     let mut rec = template(imp);
                     rec.rep = Some(rep);
-                    let timed = ctx.guarded(&rec, || callbacks_once(pools, imp, n, delay));
+                    let (timed, cpu) = ctx.timed(&rec, || callbacks_once(pools, imp, n, delay));
                     fill_timed(&mut rec, &timed, n);
+                    rec.cpu = Some(cpu);
                     ctx.emit(rec);
                 }
             }

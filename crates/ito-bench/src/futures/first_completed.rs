@@ -126,14 +126,17 @@ pub(super) fn first_completed(
             ctx.guarded(t, || first_completed_once(pools, imp, n, busy));
         }
         let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); imps.len()];
+        let mut cpus = vec![CpuTime::default(); imps.len()];
         let mut wins = vec![0u32; imps.len()];
         let mut zero_first = vec![0u32; imps.len()];
         let mut faithful = vec![0u32; imps.len()];
         let mut bad_winner = vec![None; imps.len()];
         for _ in 0..ctx.repeat {
             for (k, (&imp, t)) in imps.iter().zip(&templates).enumerate() {
-                let race = ctx.guarded(t, || first_completed_once(pools, imp, n, busy));
+                let (race, cpu) = ctx.timed(t, || first_completed_once(pools, imp, n, busy));
                 seconds[k].push(race.seconds);
+                cpus[k].user_s += cpu.user_s;
+                cpus[k].sys_s += cpu.sys_s;
                 if race.winner >= n {
                     bad_winner[k] = Some(race.winner);
                 }
@@ -146,6 +149,7 @@ pub(super) fn first_completed(
             let best = seconds[k].iter().copied().fold(f64::INFINITY, f64::min);
             let median = measure::median(&mut seconds[k]).expect("repeat >= 1");
             rec.seconds = Some(median);
+            rec.cpu = Some(cpus[k].per(f64::from(ctx.repeat)));
             rec.seconds_best = Some(best);
             rec.ns_per_item = Some(median / n as f64 * 1e9);
             rec.wins = Some(wins[k]);

@@ -43,8 +43,9 @@ pub(super) fn micro(
             let mut rec = t.clone();
             rec.rep = Some(rep);
             rec.batch = Some(batch);
-            let (seconds, ok) = ctx.guarded(&rec, || timed_batch(batch, &mut **op));
+            let ((seconds, ok), cpu) = ctx.timed(&rec, || timed_batch(batch, &mut **op));
             rec.seconds = Some(seconds);
+            rec.cpu = Some(cpu.per(batch as f64));
             rec.ns_per_item = Some(seconds / items as f64 * 1e9);
             rec.ok = ok;
             if !ok {

@@ -138,7 +138,7 @@ use futures::future::{BoxFuture, Either, Shared, select_all, select_ok};
 use serde::Serialize;
 
 use crate::common::Defaults;
-use crate::measure::{self, SharedWatchdog, Sink, dedup};
+use crate::measure::{self, CpuTime, SharedWatchdog, Sink, dedup};
 
 /// A timed batch of a micro benchmark lasts at least this long.
 const SAMPLE_TARGET: Duration = Duration::from_millis(2);
@@ -263,6 +263,14 @@ impl Ctx {
         let r = f();
         self.watchdog.disarm();
         r
+    }
+
+    /// [`guarded`](Self::guarded), with the CPU time of the process (every thread) that `f`
+    /// took.
+    fn timed<R>(&self, template: &FutRecord, f: impl FnOnce() -> R) -> (R, CpuTime) {
+        let before = CpuTime::of_self();
+        let r = self.guarded(template, f);
+        (r, CpuTime::of_self().since(before))
     }
 
     fn emit(&mut self, rec: FutRecord) {

@@ -191,8 +191,9 @@ pub(super) fn philosophers(
             for &imp in imps {
                 let mut rec = template(imp);
                 rec.rep = Some(rep);
-                let run = ctx.guarded(&rec, || philosophers_once(pools, imp, n, rounds));
+                let (run, cpu) = ctx.timed(&rec, || philosophers_once(pools, imp, n, rounds));
                 rec.seconds = Some(run.seconds);
+                rec.cpu = Some(cpu);
                 rec.ns_per_item = Some(run.seconds / (rounds * n) as f64 * 1e9);
                 rec.rounds_ok = Some(run.rounds_ok);
                 rec.winners_per_round = Some(run.winners as f64 / rounds as f64);

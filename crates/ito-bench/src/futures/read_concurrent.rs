@@ -176,9 +176,10 @@ pub(super) fn read_concurrent(
                 for &imp in &imps {
                     let mut rec = template(imp);
                     rec.rep = Some(rep);
-                    let timed =
-                        ctx.guarded(&rec, || read_concurrent_once(pools, imp, mode, r, delay));
+                    let (timed, cpu) =
+                        ctx.timed(&rec, || read_concurrent_once(pools, imp, mode, r, delay));
                     fill_timed(&mut rec, &timed, r);
+                    rec.cpu = Some(cpu);
                     ctx.emit(rec);
                 }
             }

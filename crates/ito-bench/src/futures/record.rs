@@ -61,6 +61,10 @@ pub(super) struct FutRecord {
     /// `seconds` divided by the parameter (per or_alt, read, reader, future or callback;
     /// philosophers: per philosopher's try, `rounds * philosophers` of them), in nanoseconds.
     pub(super) ns_per_item: Option<f64>,
+    /// CPU time of the process (every thread) over the span of `seconds` (micro
+    /// benchmarks: per operation; first-completed: the mean of the repetitions).
+    #[serde(flatten)]
+    pub(super) cpu: Option<CpuTime>,
     /// read-concurrent, callbacks with a delay: seconds from the completion to the last
     /// read or callback.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -31,7 +31,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::common::{CommonArgs, Defaults};
-use crate::measure::{self, Sink, Watchdog, dedup};
+use crate::measure::{self, CpuTime, Sink, Watchdog, dedup};
 use workloads::{Input, ItoFork, RayonFork, SeqFork, Workload};
 
 /// Arguments of `join`.
@@ -111,6 +111,9 @@ pub(crate) struct JoinRecord {
     rep: u32,
     /// Wall-clock seconds of entering the pool and computing (inputs are built before).
     seconds: Option<f64>,
+    /// CPU time of the process (every thread) over the same span.
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// fib(n), the tree's sum, the sorted array's checksum, or the number of solutions.
     result: Option<u64>,
     /// Peak resident set size in bytes: of this run where the kernel lets us reset the peak
@@ -305,6 +308,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
                         workers: if *imp == JoinImpl::Seq { 1 } else { workers },
                         rep,
                         seconds: None,
+                        cpu: None,
                         result: None,
                         rss_bytes: None,
                         join_steals: None,
@@ -325,7 +329,9 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
                             std::process::exit(1);
                         })
                     };
+                    let cpu_before = CpuTime::of_self();
                     let (raw, seconds, counts) = engine.run(&mut input, cutoff);
+                    let cpu = CpuTime::of_self().since(cpu_before);
                     watchdog.finish();
                     let mut rec = template;
                     rec.join_steals = counts.map(|c| c.0);
@@ -333,6 +339,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
                     rec.rss_bytes = measure::vm_hwm_bytes();
                     let (result, verdict) = input.verify(raw);
                     rec.seconds = Some(seconds);
+                    rec.cpu = Some(cpu);
                     rec.result = Some(result);
                     rec.ok = verdict.is_ok();
                     rec.error = verdict.err();

@@ -21,7 +21,7 @@ use ito::process::{self, Mailbox, Pid};
 use serde::Serialize;
 
 use crate::common::{CommonArgs, Defaults};
-use crate::measure::{self, SharedWatchdog, median};
+use crate::measure::{self, CpuTime, SharedWatchdog, median};
 
 /// Which implementation passes the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -88,6 +88,10 @@ struct MsgRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<u32>,
     seconds: f64,
+    /// CPU time of the process (every thread; the other runtimes' idle workers included)
+    /// during the run, which the run's `seconds` are part of.
+    #[serde(flatten)]
+    cpu: CpuTime,
     /// ping-pong: nanoseconds per round trip.
     #[serde(skip_serializing_if = "Option::is_none")]
     ns_per_round_trip: Option<f64>,
@@ -235,7 +239,9 @@ fn run_all(
                 eprintln!("error: {experiment} ({}) ran past its timeout", r.imp());
                 std::process::exit(1);
             });
+            let cpu_before = CpuTime::of_self();
             let outcome = run(r, rts);
+            let cpu = CpuTime::of_self().since(cpu_before);
             watchdog.disarm();
             let mut rec = MsgRecord {
                 experiment,
@@ -250,6 +256,7 @@ fn run_all(
                 senders: None,
                 messages: None,
                 seconds: 0.0,
+                cpu,
                 ns_per_round_trip: None,
                 msgs_per_s: None,
                 commit: measure::commit(),

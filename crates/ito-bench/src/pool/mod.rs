@@ -50,7 +50,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{CommonArgs, Defaults};
-use crate::measure::{self, Sampler, Watchdog, dedup};
+use crate::measure::{self, CpuTime, Sampler, Watchdog, dedup};
 
 /// Arguments of `pool`.
 #[derive(Args, Debug)]
@@ -215,6 +215,10 @@ struct PoolRecord {
     countdown: Countdown,
     /// Wall-clock seconds of the timed runs.
     seconds: Option<f64>,
+    /// CPU time of the process (every thread, the thread sampler's included) over the same
+    /// span.
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// `runs / seconds`.
     runs_per_s: Option<f64>,
     /// Peak resident set size of the process (`VmHWM`), bytes.
@@ -264,6 +268,7 @@ impl Config {
             caller: self.caller,
             countdown: self.countdown,
             seconds: None,
+            cpu: None,
             runs_per_s: None,
             peak_rss_bytes: None,
             base_rss_bytes: None,
@@ -454,6 +459,7 @@ fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
     };
     watchdog.finish();
     rec.seconds = Some(outcome.seconds);
+    rec.cpu = Some(outcome.cpu);
     rec.runs_per_s = Some(f64::from(config.runs) / outcome.seconds);
     rec.peak_rss_bytes = outcome.peak_rss;
     rec.base_rss_bytes = outcome.base_rss;
@@ -471,6 +477,7 @@ fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
 #[derive(Clone)]
 struct Outcome {
     seconds: f64,
+    cpu: CpuTime,
     base_rss: Option<u64>,
     peak_rss: Option<u64>,
     peak_threads: usize,
@@ -489,13 +496,14 @@ where
     for _ in 0..config.warmup() {
         run().await;
     }
-    let start = Instant::now();
+    let (start, cpu_before) = (Instant::now(), CpuTime::of_self());
     for _ in 0..config.runs {
         run().await;
     }
     let seconds = start.elapsed().as_secs_f64();
     Outcome {
         seconds,
+        cpu: CpuTime::of_self().since(cpu_before),
         base_rss,
         peak_rss: measure::vm_hwm_bytes(),
         peak_threads: sampler.finish(),

@@ -299,7 +299,7 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     let _ = writeln!(md, "### Ours\n");
     for g in &groups {
         // The fib pairs repeat the every-style table's rows: only their comparisons.
-        if !(doc == Doc::D000 && g.name.starts_with("fib: ") && g.name != FIB_ALL) {
+        if !(doc == Doc::D000 && g.name.starts_with("fib: ") && g.ito.is_some()) {
             table(md, g);
         }
         if g.name == FIB_ALL {

@@ -39,7 +39,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::common::{CommonArgs, Defaults};
-use crate::measure::{self, Watchdog, dedup};
+use crate::measure::{self, CpuTime, Watchdog, dedup};
 
 /// The starting balance of every account.
 const INITIAL: i64 = 1000;
@@ -117,6 +117,10 @@ struct BankRecord {
     rep: u32,
     /// Wall-clock seconds of all the transfers.
     seconds: Option<f64>,
+    /// CPU time of the process (every thread) during the run: the transfers, and opening the
+    /// accounts and starting the threads before them.
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// `threads * ops / seconds`.
     tx_per_s: Option<f64>,
     /// The sum of the balances after the run.
@@ -411,6 +415,7 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
                     ops: args.ops,
                     rep,
                     seconds: None,
+                    cpu: None,
                     tx_per_s: None,
                     total: None,
                     total_ok: false,
@@ -431,14 +436,17 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
                     })
                 };
                 let (accounts, ops, audit) = (args.accounts, args.ops, args.audit);
+                let cpu_before = CpuTime::of_self();
                 let o = match imp {
                     BankImpl::Ito => run::<ItoBank>(threads, accounts, ops, audit),
                     BankImpl::StmCrate => run::<StmCrateBank>(threads, accounts, ops, audit),
                     BankImpl::Mutex => run::<MutexBank>(threads, accounts, ops, audit),
                 };
+                let cpu = CpuTime::of_self().since(cpu_before);
                 watchdog.finish();
                 let mut rec = template;
                 rec.seconds = Some(o.seconds);
+                rec.cpu = Some(cpu);
                 rec.tx_per_s = Some((threads as u64 * ops) as f64 / o.seconds);
                 rec.total = Some(o.total);
                 rec.total_ok = o.total == expected;

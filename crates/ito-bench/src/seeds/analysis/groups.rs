@@ -15,27 +15,33 @@ pub(super) fn fib_groups(recs: &[&Value], groups: &mut Vec<Group>) {
         .collect();
     let cutoff = |r: &Value| Some(r.get("cutoff")?.as_u64()?.to_string());
     let seconds = |r: &Value| num(r, "seconds");
-    let spec = |name: String, ito: Option<&'static str>, peers: Option<&'static [&'static str]>| {
-        build(
-            &fib,
-            &Spec {
-                doc: Doc::D000,
-                name,
-                metric: "seconds",
-                higher_better: false,
-                config_name: "cutoff",
-                config: &cutoff,
-                series: &fib_series,
-                value: &seconds,
-                ito,
-                peers,
-            },
-        )
-    };
-    groups.extend(spec(FIB_ALL.to_owned(), None, None));
+    let spec =
+        |name: &str, ito: Option<&'static str>, peers: Option<&'static [&'static str]>| Spec {
+            doc: Doc::D000,
+            name: name.to_owned(),
+            metric: "seconds",
+            higher_better: false,
+            config_name: "cutoff",
+            config: &cutoff,
+            series: &fib_series,
+            value: &seconds,
+            ito,
+            peers,
+        };
+    groups.extend(build(&fib, &spec(FIB_ALL, None, None)));
+    // Every style's CPU time, the table the pairs' CPU verdicts read.
+    let cpu_all = format!("{FIB_ALL}: CPU time");
+    groups.extend(build(
+        &fib,
+        &Spec {
+            metric: "CPU seconds, user + system, over the same span",
+            value: &cpu_seconds,
+            ..spec(&cpu_all, None, None)
+        },
+    ));
     for (name, ito, peers) in FIB_PAIRS {
-        if let Some(mut g) = spec(name.to_owned(), Some(ito), Some(peers)) {
-            // Only the pair's series.
+        // The pair's time and CPU time, each with only the pair's series.
+        for mut g in build_with_cpu(&fib, &spec(name, Some(ito), Some(peers))) {
             let keep: Vec<usize> = (0..g.series.len())
                 .filter(|&i| g.series[i] == ito || peers.contains(&g.series[i].as_str()))
                 .collect();
@@ -69,7 +75,7 @@ pub(super) fn join_groups(recs: &[&Value], groups: &mut Vec<Group>) {
             .and_then(|r| r.get("n"))
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        groups.extend(build(
+        groups.extend(build_with_cpu(
             &these,
             &Spec {
                 doc: Doc::D000,
@@ -95,7 +101,7 @@ pub(super) fn process_groups(
     groups: &mut Vec<Group>,
 ) {
     let n = |r: &Value| Some(short_count(r.get("n")?.as_u64()?));
-    groups.extend(build(
+    groups.extend(build_with_cpu(
         chain,
         &Spec {
             doc: Doc::D001,
@@ -125,7 +131,7 @@ pub(super) fn process_groups(
             peers: None,
         },
     ));
-    groups.extend(build(
+    groups.extend(build_with_cpu(
         ping,
         &Spec {
             doc: Doc::D001,
@@ -140,7 +146,7 @@ pub(super) fn process_groups(
             peers: None,
         },
     ));
-    groups.extend(build(
+    groups.extend(build_with_cpu(
         fan,
         &Spec {
             doc: Doc::D001,
@@ -169,7 +175,7 @@ pub(super) fn find_groups(recs: &[&Value], groups: &mut Vec<Group>) {
         .and_then(|r| r.get("entries"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    groups.extend(build(
+    groups.extend(build_with_cpu(
         recs,
         &Spec {
             doc: Doc::D002,
@@ -224,7 +230,7 @@ pub(super) fn pool_groups(recs: &[&Value], groups: &mut Vec<Group>) {
                 "pool: {tasks} tasks, {s} ms sleep (timer precision more than the pool), caller {caller}"
             ),
         };
-        groups.extend(build(
+        groups.extend(build_with_cpu(
             &these,
             &Spec {
                 doc: Doc::D003,
@@ -375,7 +381,7 @@ pub(super) fn futures_groups(recs: &[&Value], groups: &mut Vec<Group>) {
             } else {
                 format!("{}, {v}", f.name)
             };
-            groups.extend(build(
+            groups.extend(build_with_cpu(
                 &part,
                 &Spec {
                     doc: Doc::D004,
@@ -399,7 +405,7 @@ pub(super) fn futures_groups(recs: &[&Value], groups: &mut Vec<Group>) {
 pub(super) fn bank_groups(recs: &[&Value], groups: &mut Vec<Group>) {
     let (audited, plain): (Vec<&Value>, Vec<&Value>) =
         recs.iter().partition(|r| r.get("audits").is_some());
-    groups.extend(build(
+    groups.extend(build_with_cpu(
         &plain,
         &Spec {
             doc: Doc::D004,

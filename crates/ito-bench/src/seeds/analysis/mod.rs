@@ -240,6 +240,35 @@ fn build(records: &[&Value], spec: &Spec) -> Option<Group> {
     })
 }
 
+/// The group of `spec` and, where it compares ito with peers and its records carry CPU
+/// time, its CPU-time twin: the same cells, each the user plus system CPU seconds of its runs
+/// over the span the group's own value covers.
+fn build_with_cpu(records: &[&Value], spec: &Spec) -> Vec<Group> {
+    let mut out: Vec<Group> = build(records, spec).into_iter().collect();
+    let has_cpu = records.iter().any(|r| r.get("user_s").is_some());
+    if spec.ito.is_some() && has_cpu && !out.is_empty() {
+        let cpu = Spec {
+            doc: spec.doc,
+            name: format!("{}: CPU time", spec.name),
+            metric: "CPU seconds, user + system, over the same span",
+            higher_better: false,
+            config_name: spec.config_name,
+            config: spec.config,
+            series: spec.series,
+            value: &cpu_seconds,
+            ito: spec.ito,
+            peers: spec.peers,
+        };
+        out.extend(build(records, &cpu));
+    }
+    out
+}
+
+/// User plus system CPU seconds of a record.
+pub(super) fn cpu_seconds(r: &Value) -> Option<f64> {
+    Some(num(r, "user_s")? + num(r, "sys_s")?)
+}
+
 fn aggregate(runs: &[&Value], value: &dyn Fn(&Value) -> Option<f64>) -> Cell {
     if runs.is_empty() {
         return Cell::Empty;

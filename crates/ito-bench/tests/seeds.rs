@@ -79,10 +79,10 @@ fn the_report_of_recorded_results() {
         ),
         ("## 001", "1M 4.34 s", &["chain.svg", "messaging.svg"]),
         ("## 002", "sequential 0.73 s", &["find.svg"]),
-        ("## 003", "async 680 runs/s", &["pool.svg"]),
+        ("## 003", "async 680/s", &["pool.svg"]),
         (
             "## 004",
-            "about 15% slower on sequential reads",
+            "up to ~ 0.2 ms faster",
             &["futures.svg", "stm-bank.svg"],
         ),
     ] {

@@ -287,8 +287,8 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     let _ = writeln!(md, "- **Published.** {}", p.figures);
     let _ = writeln!(
         md,
-        "- **Peers measured on the development machine.** {}",
-        p.here
+        "- **Peers measured in this run.** {}",
+        peers_measured(doc, a)
     );
     let _ = writeln!(md, "- **What ito must show.** {}\n", p.target);
     let groups: Vec<&Group> = a.groups.iter().filter(|g| g.doc == doc).collect();
@@ -315,6 +315,30 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     doc_notes(md, doc, records);
     for plot in plots.iter().filter(|p| p.doc == doc) {
         let _ = writeln!(md, "![{}]({})\n", plot.title, plot.file);
+    }
+}
+
+/// The peers of `doc`'s comparisons that have at least one measured cell in this run.
+fn peers_measured(doc: Doc, a: &Analysis) -> String {
+    let mut peers: Vec<&str> = Vec::new();
+    for g in a.groups.iter().filter(|g| g.doc == doc) {
+        for c in g.comparisons() {
+            let measured = g
+                .configs
+                .iter()
+                .any(|cfg| g.cell(&c.peer, cfg).value().is_some());
+            if measured && !peers.iter().any(|p| *p == c.peer) {
+                peers.push(g.series.iter().find(|s| **s == c.peer).map_or("", |s| s));
+            }
+        }
+    }
+    if peers.is_empty() {
+        "none (see the tables: skipped or failed)".to_owned()
+    } else {
+        format!(
+            "{} (their figures are in the tables below).",
+            peers.join(", ")
+        )
     }
 }
 

@@ -120,7 +120,9 @@ impl Record {
 }
 
 /// User and system CPU time, in seconds (in a record: of the span its `seconds` covers, or
-/// as that record's documentation says).
+/// as that record's documentation says). Linux measures their sum exactly and splits it
+/// between user and system in proportion to scheduler-tick samples, so over spans of a few
+/// milliseconds the split is coarse; the report's verdicts use the sum.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CpuTime {
     /// User time.

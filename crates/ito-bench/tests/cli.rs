@@ -397,7 +397,13 @@ fn futures_read_concurrent_and_callbacks() {
         "--workers",
         "2",
     ]);
-    assert_eq!(recs.len(), 2 * 3);
+    // ito, shared, tokio (a pool task per callback each) and ito-inline (on_complete).
+    assert_eq!(recs.len(), 2 * 4);
+    let imps: Vec<&str> = recs[..4]
+        .iter()
+        .map(|r| r["impl"].as_str().unwrap())
+        .collect();
+    assert_eq!(imps, ["ito", "shared", "tokio", "ito-inline"]);
     for r in &recs {
         check_futures_record(r, "callbacks");
         assert_eq!(r["count"], 5);

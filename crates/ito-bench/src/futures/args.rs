@@ -11,7 +11,8 @@ use super::*;
         Shared, the futures thread pool) and tokio (tokio::sync::oneshot and tokio's \
         runtime, where a single-reader future fits); for philosophers, whose \
         multiTrySuccess neither has, the peer is mutex (forks as try-locked mutexes on the \
-        futures thread pool).\n\n\
+        same ito runtime); callbacks also shows ito-inline (ito's on_complete, inline, not \
+        compared).\n\n\
         Runs are interleaved: for each parameter value, repetition, impl. One JSON line per \
         run on stdout; a summary (medians, ratios ito/peer) on stderr. Exit status: 0 if \
         every run was right, 1 if one failed, 2 for bad arguments."
@@ -173,9 +174,12 @@ pub(super) enum FutImpl {
     Shared,
     /// tokio::sync::oneshot on a tokio multi-thread runtime.
     Tokio,
-    /// philosophers only: forks as parking_lot mutexes, try-locked in order, on the futures
-    /// ThreadPool.
+    /// philosophers only: forks as parking_lot mutexes, try-locked in order, on the same
+    /// ito::Runtime as ito's philosophers.
     Mutex,
+    /// callbacks only, not a peer: ito::Future::on_complete, which runs each callback inline
+    /// (on the completing thread) instead of as a pool task like every other series.
+    ItoInline,
 }
 
 impl FutImpl {
@@ -185,6 +189,7 @@ impl FutImpl {
             FutImpl::Shared => "shared",
             FutImpl::Tokio => "tokio",
             FutImpl::Mutex => "mutex",
+            FutImpl::ItoInline => "ito-inline",
         }
     }
 }

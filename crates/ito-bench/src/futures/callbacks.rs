@@ -19,7 +19,21 @@ pub(super) fn callbacks_once(pools: &Pools, imp: FutImpl, n: usize, delay: Durat
         }
     };
     let (start, completer) = match imp {
+        // A callback is a task on the pool that awaits the future, as for the peers.
         FutImpl::Ito => {
+            let p = ito::Promise::new();
+            let f = p.future();
+            let completer = completer(Completer::Ito(p));
+            let start = Instant::now();
+            for _ in 0..n {
+                let (f, latch) = (f.clone(), latch.clone());
+                drop(pools.ito().spawn(async move {
+                    latch.count_down(f.await == Ok(VALUE));
+                }));
+            }
+            (start, completer)
+        }
+        FutImpl::ItoInline => {
             let p = ito::Promise::new();
             let f = p.future();
             let completer = completer(Completer::Ito(p));

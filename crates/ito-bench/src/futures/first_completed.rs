@@ -85,7 +85,9 @@ pub(super) fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: 
             futures::executor::block_on(futures::future::join_all(rest));
             (seconds, winner.unwrap_or(usize::MAX))
         }
-        FutImpl::Mutex => unreachable!("checked: mutex is the peer of philosophers only"),
+        FutImpl::Mutex | FutImpl::ItoInline => {
+            unreachable!("checked: mutex and ito-inline fit one benchmark each")
+        }
     };
     // Every future has completed (and stamped) by now.
     let earliest = (0..n)

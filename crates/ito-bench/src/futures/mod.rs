@@ -14,8 +14,9 @@
 //!   receiver can be wrapped in `Shared` without making it the `shared` peer again (pool
 //!   mode, on tokio's own scheduler).
 //! - `mutex`: the peer of `philosophers` only (see there): forks are
-//!   `parking_lot::Mutex<Option<usize>>`, tasks on the same `futures::executor::ThreadPool`
-//!   of `--workers` threads as `shared`.
+//!   `parking_lot::Mutex<Option<usize>>`, tasks on the same `ito::Runtime` as ito's.
+//! - `ito-inline`: `callbacks` only, shown beside and compared with nobody: ito's own
+//!   callbacks, which run inline instead of as pool tasks (see there).
 //!
 //! Failures are `ito::Failure::NoSuchElement` for ito (no allocation) and a unit error type
 //! for the peers.
@@ -37,8 +38,8 @@
 //!   are attached. The clock covers both.
 //! - `read-seq --reads N`: "sequential reading": one completed future read N times in a row
 //!   (the document delays its completion by 1 ms and times everything; here only the reads
-//!   are timed, the delay would hide them). ito: `wait()`; `shared`: `clone()` +
-//!   `now_or_never()` (the cheapest read futures-rs has). tokio does not fit (one reader).
+//!   are timed, the delay would hide them). ito: `wait()`; `shared`: `Shared::peek` (the
+//!   cheapest read futures-rs has: no clone). tokio does not fit (one reader).
 //! - `read-concurrent --readers R --mode threads|pool [--delay 1ms]`: R readers wait for one
 //!   future that a separate completer thread completes `--delay` after every reader has
 //!   started. `threads`: a new OS thread per reader (ito `wait()`, `shared` `block_on`);
@@ -63,11 +64,14 @@
 //!   shows up in their `faithful`. See below for the busy-wait.
 //! - `callbacks --count N --delay 0|1ms`: "appending of multiple callbacks": N callbacks on a
 //!   future that is already complete (`0`) or that a completer thread completes after the
-//!   delay; the clock runs until the last callback ran (an atomic count-down). ito:
-//!   [`ito::Future::on_complete`] (runs inline, on the attaching thread when the future is
-//!   complete, else on the completing thread). Neither peer has callbacks: a callback is a
-//!   task spawned on the pool that awaits a `Shared` clone and then runs (which is what
-//!   Scala's `onComplete` does: it schedules the callback on the execution context).
+//!   delay; the clock runs until the last callback ran (an atomic count-down). Neither peer
+//!   has callbacks, so on every side a callback is a task spawned on the impl's pool that
+//!   awaits the future and then runs (which is what Scala's `onComplete` does: it schedules
+//!   the callback on the execution context): ito `rt.spawn` awaiting a clone of the
+//!   `ito::Future`, the peers a `Shared` clone. `ito-inline` is ito's own
+//!   [`ito::Future::on_complete`], which runs each callback inline (on the attaching thread
+//!   when the future is complete, else on the completing thread): less work than a task, so
+//!   it is shown beside and compared with nobody.
 //! - `philosophers --n N --rounds R`: the dining philosophers race. Each round: N fresh
 //!   forks, and N philosopher tasks on the pool, philosopher p trying once to take forks p
 //!   and p+1 (mod N) both at once; the round ends when every philosopher has tried (a
@@ -81,9 +85,8 @@
 //!   promises would need instead ("locks ... and some order function to lock and unlock in
 //!   proper order"): each fork is a `parking_lot::Mutex<Option<usize>>`, and a philosopher
 //!   `try_lock`s his two forks in index order and, if both are free, takes both, else
-//!   neither (no waiting: one try, like `multiTrySuccess`); tasks on a
-//!   `futures::executor::ThreadPool` of `--workers` threads, the pool of the `shared` peer
-//!   in the other benchmarks. After each round (not timed) every fork is read and the round
+//!   neither (no waiting: one try, like `multiTrySuccess`); tasks on the same `ito::Runtime`
+//!   as ito's philosophers, so that only the taking of the forks differs. After each round (not timed) every fork is read and the round
 //!   is checked to be all-or-nothing: every fork taken belongs to one of its two
 //!   philosophers, who won and holds both his forks; no two neighbours both won; at least
 //!   one won. For ito also: every loser has a neighbour who won (`multi_try_success` fails
@@ -92,8 +95,7 @@
 //!   One JSON line per run (all the rounds of one N, one impl): `seconds` for all the
 //!   rounds, `ns_per_item` per philosopher's try, `rounds_ok` (must equal `rounds`; else
 //!   the process exits with status 1), `winners_per_round` (the mean) and
-//!   `unforced_losses`. The time includes spawning N tasks a round on the impl's pool, so
-//!   the two differ by their pools as well as by how they take the forks.
+//!   `unforced_losses`. The time includes spawning N tasks a round on the one pool both use.
 //!
 //! A run past `--timeout-s` is reported and ends the process with status 1; the deadline is
 //! kept by one watchdog thread for the whole command (armed and disarmed around each run
@@ -194,7 +196,10 @@ impl Pools {
         };
         for imp in imps {
             match imp {
-                FutImpl::Ito => {
+                FutImpl::Ito | FutImpl::Mutex => {
+                    if p.ito.is_some() {
+                        continue;
+                    }
                     p.ito = Some(
                         ito::Runtime::builder()
                             .workers(workers)
@@ -202,10 +207,9 @@ impl Pools {
                             .map_err(|e| format!("building the ito runtime: {e}"))?,
                     );
                 }
-                FutImpl::Shared | FutImpl::Mutex => {
-                    if p.shared.is_some() {
-                        continue;
-                    }
+                // Runs its callbacks on the completing thread: no pool.
+                FutImpl::ItoInline => {}
+                FutImpl::Shared => {
                     p.shared = Some(
                         futures::executor::ThreadPool::builder()
                             .pool_size(workers)
@@ -306,6 +310,12 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
     };
     let fits: &[FutImpl] = match &args.bench {
         Bench::Philosophers(_) => &[FutImpl::Ito, FutImpl::Mutex],
+        Bench::Callbacks(_) => &[
+            FutImpl::Ito,
+            FutImpl::Shared,
+            FutImpl::Tokio,
+            FutImpl::ItoInline,
+        ],
         Bench::ReadSeq(_) => &[FutImpl::Ito, FutImpl::Shared],
         Bench::ReadConcurrent(a) if !a.mode.contains(&Mode::Pool) => {
             &[FutImpl::Ito, FutImpl::Shared]
@@ -333,6 +343,7 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
                 "neither futures-rs nor tokio completes several futures at once; the peer is mutex"
             }
             _ if *bad == FutImpl::Mutex => "mutex is the peer of philosophers only",
+            _ if *bad == FutImpl::ItoInline => "ito-inline is a series of callbacks only",
             Bench::ReadConcurrent(_) => {
                 "a tokio oneshot has one reader; tokio runs in --mode pool only"
             }

@@ -69,7 +69,7 @@ pub(super) fn or_alt(ctx: &mut Ctx, imps: &[FutImpl], chains: &[usize], succeeds
                     FutImpl::Ito => Box::new(move || or_alt_ito(chain, succeed)),
                     FutImpl::Shared => Box::new(move || or_alt_shared(chain, succeed)),
                     FutImpl::Tokio => Box::new(move || or_alt_tokio(chain, succeed)),
-                    FutImpl::Mutex => {
+                    FutImpl::Mutex | FutImpl::ItoInline => {
                         unreachable!("checked: mutex is the peer of philosophers only")
                     }
                 });

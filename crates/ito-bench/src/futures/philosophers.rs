@@ -65,16 +65,17 @@ pub(super) fn philosophers_round(pools: &Pools, imp: FutImpl, n: usize) -> Round
                     .collect(),
             }
         }
+        // The same pool as ito's philosophers: only the taking of the forks differs.
         FutImpl::Mutex => {
-            let pool = pools.shared();
+            let rt = pools.ito();
             let start = Instant::now();
             let forks: Arc<[MutexFork]> = (0..n).map(|_| parking_lot::Mutex::new(None)).collect();
             for p in 0..n {
                 let (forks, won, latch) = (forks.clone(), won.clone(), latch.clone());
-                pool.spawn_ok(async move {
+                drop(rt.spawn_fn(move || {
                     won[p].store(take_both_mutex(&forks, p), Ordering::Relaxed);
                     latch.count_down(true);
-                });
+                }));
             }
             let (done_at, _) = latch.wait();
             Round {
@@ -83,7 +84,9 @@ pub(super) fn philosophers_round(pools: &Pools, imp: FutImpl, n: usize) -> Round
                 holder: forks.iter().map(|f| *f.lock()).collect(),
             }
         }
-        FutImpl::Shared | FutImpl::Tokio => unreachable!("checked: only ito and mutex fit"),
+        FutImpl::Shared | FutImpl::Tokio | FutImpl::ItoInline => {
+            unreachable!("checked: only ito and mutex fit")
+        }
     }
 }
 

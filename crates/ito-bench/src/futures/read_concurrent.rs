@@ -116,7 +116,9 @@ pub(super) fn read_concurrent_once(
             }
             completer
         }
-        FutImpl::Mutex => unreachable!("checked: mutex is the peer of philosophers only"),
+        FutImpl::Mutex | FutImpl::ItoInline => {
+            unreachable!("checked: mutex and ito-inline fit one benchmark each")
+        }
     };
     let (done_at, ok) = latch.wait();
     let completed_at = completer.join().expect("the completer panicked");

@@ -71,7 +71,7 @@ pub(crate) struct Group {
     pub(crate) cells: Vec<Vec<Cell>>,
     /// The ito series the peers are compared with (`None`: a table without comparison).
     pub(crate) ito: Option<String>,
-    /// The series compared with ito (`None`: every series but ito's).
+    /// The series compared with ito (`None`: every series but ito's own).
     pub(crate) peers: Option<Vec<String>>,
 }
 
@@ -127,7 +127,12 @@ impl Group {
         };
         let peers: Vec<&String> = match &self.peers {
             Some(p) => p.iter().filter(|p| self.series.contains(p)).collect(),
-            None => self.series.iter().filter(|s| *s != ito).collect(),
+            // ito's other series (such as `ito-inline`) are shown, not compared.
+            None => self
+                .series
+                .iter()
+                .filter(|s| *s != ito && !s.starts_with("ito"))
+                .collect(),
         };
         peers
             .into_iter()

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! ito-bench seeds [--quick | --smoke] [--out DIR] [--peers all|built|none] [--only 000,...]
-//!                 [--ito-find PATH] [--dry-run]
-//! ito-bench seeds --from DIR/results.jsonl [--out DIR]     # re-render CSV, plots, report
+//!                 [--ito-find PATH] [--dry-run] [--compare OLD/results.jsonl]
+//! ito-bench seeds --from DIR/results.jsonl [--out DIR] [--compare OLD/results.jsonl]
 //! ```
 //!
 //! The steps ([`plan`]) run one at a time, each as a child process in its own process group
@@ -22,10 +22,13 @@
 //! ([`collect`]), and appended to `DIR/results.jsonl` as it comes. At the end: one CSV per
 //! experiment ([`csv`]), one SVG plot per experiment ([`plot`]) and `DIR/report.md`
 //! ([`report`]): for each document, what it measured, its published figures
-//! ([`published`]), ours beside them, the ratio to each peer and whether ito beat every peer.
+//! ([`published`]), ours beside them (each cell's median, interquartile range and run count,
+//! wall time and CPU time), the ratio to each peer and the verdict at each configuration
+//! ([`analysis`]); with `--compare`, the verdicts that differ from a recorded run's
+//! ([`compare`]). `docs/benchmarks.md` says how a verdict is reached.
 //!
-//! `--quick` finishes in under 3 minutes on a 2-core machine; `--smoke` takes seconds (CI);
-//! the default (full) sizes about 10 minutes (608 s measured on 2 loaded cores). `--peers built` never builds a peer (no
+//! `--quick` is meant to finish in under 3 minutes on a 2-core machine, the full run in under
+//! 15; `--smoke` takes seconds (CI). `--peers built` never builds a peer (no
 //! download: the Scala peer needs Maven Central the first time), `--peers none` runs none.
 //! Exit status: 0 when every ito measurement succeeded (peers may fail: that is what some
 //! documents show), 1 when one did not or the output could not be written, 2 for bad
@@ -33,6 +36,7 @@
 
 mod analysis;
 mod collect;
+mod compare;
 mod csv;
 mod plan;
 mod plot;
@@ -95,6 +99,10 @@ pub(crate) struct SeedsArgs {
     /// Run nothing: write the CSVs, plots and report of a recorded results.jsonl.
     #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find"])]
     from: Option<PathBuf>,
+    /// Also compare every verdict with those of a recorded run's results.jsonl: the report
+    /// lists the configurations whose verdicts differ.
+    #[arg(long, conflicts_with_all = ["dry_run"])]
+    compare: Option<PathBuf>,
     /// Run nothing: check every JSON line of a file (records of any ito-bench experiment)
     /// against its experiment's schema; exit status 1 if one does not match.
     #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find", "from", "out"])]
@@ -115,7 +123,7 @@ pub(crate) enum PeerPolicy {
 /// `ito-bench seeds`.
 pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     if let Some(from) = &args.from {
-        return render_command(from, args.out.as_deref());
+        return render_command(from, args.out.as_deref(), args.compare.as_deref());
     }
     if let Some(file) = &args.check {
         return check_command(file);
@@ -160,7 +168,7 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     if let Err(e) = fs::create_dir_all(out.join("logs")) {
         return crate::usage_error(&format!("cannot create {}: {e}", out.display()));
     }
-    let code = match run_plan(&plan, &env, &out, args.peers) {
+    let code = match run_plan(&plan, &env, &out, args.peers, args.compare.as_deref()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ito-bench seeds: {e}");
@@ -194,6 +202,7 @@ fn run_plan(
     env: &Environment,
     out: &Path,
     peers: PeerPolicy,
+    compare: Option<&Path>,
 ) -> Result<ExitCode, String> {
     let results_path = out.join("results.jsonl");
     let mut results = fs::File::create(&results_path)
@@ -237,7 +246,7 @@ fn run_plan(
         out.display()
     );
     write_steps(&steps, elapsed.as_secs_f64(), out)?;
-    render(&all, out, Some((&steps, elapsed.as_secs_f64())))?;
+    render(&all, out, Some((&steps, elapsed.as_secs_f64())), compare)?;
     eprintln!("seeds: report: {}", out.join("report.md").display());
     let ito_failed: Vec<&StepSummary> = steps.iter().filter(|s| s.ito_failed).collect();
     if ito_failed.is_empty() {
@@ -362,27 +371,11 @@ fn read_steps(results: &Path) -> Option<(Vec<StepSummary>, f64)> {
 
 /// `--from`: reads a results.jsonl and writes the CSVs, plots and report beside it (or to
 /// `out`).
-fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
-    let text = match fs::read_to_string(from) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&format!("cannot read {}: {e}", from.display())),
+fn render_command(from: &Path, out: Option<&Path>, compare: Option<&Path>) -> ExitCode {
+    let records = match read_results(from) {
+        Ok(r) => r,
+        Err(e) => return crate::usage_error(&e),
     };
-    let mut records = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) if v.is_object() => records.push(v),
-            _ => {
-                return crate::usage_error(&format!(
-                    "{}:{}: not a JSON object",
-                    from.display(),
-                    i + 1
-                ));
-            }
-        }
-    }
     let out = out
         .map(Path::to_path_buf)
         .or_else(|| from.parent().map(Path::to_path_buf))
@@ -395,6 +388,7 @@ fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
         &records,
         &out,
         steps.as_ref().map(|(s, t)| (s.as_slice(), *t)),
+        compare,
     ) {
         Ok(()) => {
             eprintln!("seeds: report: {}", out.join("report.md").display());
@@ -407,16 +401,48 @@ fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
     }
 }
 
-/// Writes the CSVs, the plots and the report of `records` to `out`.
+/// The records of a results.jsonl; the error is a one-line message.
+fn read_results(path: &Path) -> Result<Vec<Value>, String> {
+    let text =
+        fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) if v.is_object() => records.push(v),
+            _ => return Err(format!("{}:{}: not a JSON object", path.display(), i + 1)),
+        }
+    }
+    Ok(records)
+}
+
+/// Writes the CSVs, the plots and the report of `records` to `out`; with `compare`, the
+/// report also lists the verdicts that differ from that recorded run's.
 fn render(
     records: &[Value],
     out: &Path,
     steps: Option<(&[StepSummary], f64)>,
+    compare: Option<&Path>,
 ) -> Result<(), String> {
     csv::write_all(records, out)?;
     let analysis = analysis::Analysis::of(records);
+    let before = match compare {
+        Some(p) => Some((
+            p.display().to_string(),
+            analysis::Analysis::of(&read_results(p)?),
+        )),
+        None => None,
+    };
     let plots = plot::draw_all(records, &analysis, out)?;
-    let md = report::render(records, &analysis, &plots, steps);
+    let md = report::render(
+        records,
+        &analysis,
+        &plots,
+        steps,
+        before.as_ref().map(|(p, a)| (p.as_str(), a)),
+    );
     let path = out.join("report.md");
     fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

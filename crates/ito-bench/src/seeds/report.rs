@@ -12,7 +12,7 @@ use super::analysis::verdict::{self, Verdict};
 use super::analysis::{Analysis, Cell, FIB_ALL, Group, is_measured, num, str_of};
 use super::plan::Doc;
 use super::plot::{PlotFile, format_num};
-use super::published;
+use super::{compare, published};
 
 /// The report of `records`; `steps` (with the run's seconds) when they were just run.
 pub(crate) fn render(
@@ -20,6 +20,7 @@ pub(crate) fn render(
     a: &Analysis,
     plots: &[PlotFile],
     steps: Option<(&[StepSummary], f64)>,
+    compare: Option<(&str, &Analysis)>,
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# ito-bench seeds: the five documents' experiments\n");
@@ -40,6 +41,9 @@ pub(crate) fn render(
         verdict::LONG_RUN_S
     );
     headline(&mut md, a);
+    if let Some((path, before)) = compare {
+        compare::section(&mut md, path, a, before);
+    }
     for doc in Doc::ALL {
         document(&mut md, doc, a, plots, records);
     }

@@ -27,9 +27,11 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
@@ -91,6 +93,10 @@ struct FindRecord {
     /// The medians of the runs' user and system CPU seconds (of the tool's process).
     #[serde(flatten)]
     cpu: Option<CpuTime>,
+    /// The largest peak resident set size of the tool's process over the runs, in bytes
+    /// (sampled about every millisecond: a lower bound for runs of a few milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_rss_bytes: Option<u64>,
     /// `median_ms` over GNU find's median for the same query.
     ratio_vs_find: f64,
     /// `median_ms` over fd's median; `null` without fd.
@@ -330,15 +336,76 @@ fn tools(args: &FindArgs) -> Result<Vec<Tool>, String> {
     Ok(tools)
 }
 
-/// Runs `program args`; returns its wall-clock milliseconds, whether it printed what `query`
-/// should, and its CPU time (the runs are one at a time, so the growth of this process's
-/// children's CPU time is this one's).
-fn time_one(
-    program: &OsString,
-    args: &[OsString],
-    query: &str,
-) -> io::Result<(f64, bool, CpuTime)> {
-    let cpu_before = CpuTime::of_children();
+/// What one run of a tool left.
+struct ToolRun {
+    /// Wall-clock milliseconds.
+    ms: f64,
+    /// Whether it printed what the query should.
+    ok: bool,
+    /// Its CPU time.
+    cpu: CpuTime,
+    /// Its peak resident set size in bytes (0: not seen).
+    peak_rss: u64,
+}
+
+/// Waits for the child `pid` (not waited for yet) and returns its exit status and resource
+/// usage: its own, not that of this process's other children.
+fn wait_with_rusage(pid: u32) -> io::Result<(ExitStatus, libc::rusage)> {
+    let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain data for which all-zero bytes are a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is a child of this process that nothing has waited for (its `Child`
+        // is never waited on), so no other process's status can be taken; `status` and `ru`
+        // are valid, writable and live for the call.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if rc == pid {
+            return Ok((ExitStatus::from_raw(status), ru));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// A thread that reads the peak resident set size (`VmHWM`) of process `pid` about every
+/// millisecond until it exits, and returns the last and largest. The kernel's own figure for
+/// a child (`ru_maxrss`) is no use here: it starts from this process's size at the spawn. So
+/// are samples taken before the child has executed `program` (its name is still this
+/// process's), which are skipped.
+fn sample_peak_rss(pid: u32, program: &OsString) -> thread::JoinHandle<u64> {
+    let name: String = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().take(15).collect())
+        .unwrap_or_default();
+    thread::spawn(move || {
+        let path = format!("/proc/{pid}/status");
+        let mut peak = 0;
+        while let Ok(status) = fs::read_to_string(&path) {
+            let field = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(str::trim)
+            };
+            if field("Name:") == Some(name.as_str()) {
+                match field("VmHWM:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                {
+                    Some(kb) => peak = u64::max(peak, kb * 1024),
+                    // A zombie has no memory left to report.
+                    None => break,
+                }
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        peak
+    })
+}
+
+/// Runs `program args`, one run at a time, and returns what it left.
+fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<ToolRun> {
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -346,15 +413,21 @@ fn time_one(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
+    let peak = sample_peak_rss(child.id(), program);
     let mut out = Vec::new();
     child
         .stdout
         .take()
         .expect("stdout is piped")
         .read_to_end(&mut out)?;
-    let status = child.wait()?;
+    let (status, ru) = wait_with_rusage(child.id())?;
+    let peak_rss = peak.join().unwrap_or(0);
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    let cpu = CpuTime::of_children().since(cpu_before);
+    let cpu = CpuTime {
+        user_s: measure::timeval_s(ru.ru_utime),
+        sys_s: measure::timeval_s(ru.ru_stime),
+    };
+
     let lines: Vec<&[u8]> = out
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -363,7 +436,12 @@ fn time_one(
         "missing" => lines.is_empty() && status.code() != Some(2),
         _ => lines.len() == 1 && lines[0].ends_with(TARGET.as_bytes()) && status.success(),
     };
-    Ok((ms, ok, cpu))
+    Ok(ToolRun {
+        ms,
+        ok,
+        cpu,
+        peak_rss,
+    })
 }
 
 /// The medians of the user and of the system times of `runs`.
@@ -407,6 +485,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
     let mut times = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
     let mut oks = vec![vec![true; QUERIES.len()]; tools.len()];
     let mut cpus: Vec<Vec<Vec<CpuTime>>> = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
+    let mut peaks = vec![vec![0u64; QUERIES.len()]; tools.len()];
     for round in 0..=args.runs {
         for (q, query) in QUERIES.iter().enumerate() {
             for k in 0..tools.len() {
@@ -415,10 +494,11 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 let argv = if q == 0 { &tool.missing } else { &tool.first };
                 match time_one(&tool.program, argv, query) {
                     // Round 0 warms the cache.
-                    Ok((ms, ok, cpu)) if round > 0 => {
-                        times[t][q].push(ms);
-                        cpus[t][q].push(cpu);
-                        oks[t][q] &= ok;
+                    Ok(run) if round > 0 => {
+                        times[t][q].push(run.ms);
+                        cpus[t][q].push(run.cpu);
+                        peaks[t][q] = peaks[t][q].max(run.peak_rss);
+                        oks[t][q] &= run.ok;
                     }
                     Ok(_) => {}
                     Err(e) => {
@@ -457,6 +537,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 median_ms: round3(m),
                 min_ms: round3(times[t][q].iter().copied().fold(f64::INFINITY, f64::min)),
                 cpu: median_cpu(&cpus[t][q]),
+                peak_rss_bytes: (peaks[t][q] > 0).then_some(peaks[t][q]),
                 ratio_vs_find: round3(m / find_i.map_or(f64::NAN, |f| medians[f][q])),
                 ratio_vs_fd: fd_i.map(|f| round3(m / medians[f][q])),
                 entries,

@@ -169,27 +169,56 @@ pub(super) fn process_groups(
     ));
 }
 
+/// Document 002: a table per query (the whole-tree walk and the first match are different
+/// questions), the worker counts across, and each tool's peak memory.
 pub(super) fn find_groups(recs: &[&Value], groups: &mut Vec<Group>) {
     let entries = recs
         .first()
         .and_then(|r| r.get("entries"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    groups.extend(build_with_cpu(
-        recs,
-        &Spec {
-            doc: Doc::D002,
-            name: format!("find: {}-entry tree", short_count(entries)),
-            metric: "ms (median)",
-            higher_better: false,
-            config_name: "query",
-            config: &|r| str_of(r, "query").map(str::to_owned),
-            series: &|r| str_of(r, "tool").map(str::to_owned),
-            value: &|r| num(r, "median_ms"),
-            ito: Some("ito-find"),
-            peers: None,
-        },
-    ));
+    let workers = |r: &Value| Some(format!("-j {}", r.get("workers")?.as_u64()?));
+    for (query, what) in [
+        ("missing", "a name that does not exist (the whole tree)"),
+        ("first-depth1", "the first match"),
+    ] {
+        let these: Vec<&Value> = recs
+            .iter()
+            .copied()
+            .filter(|r| str_of(r, "query") == Some(query))
+            .collect();
+        let name = format!("find: {}-entry tree, {what}", short_count(entries));
+        groups.extend(build_with_cpu(
+            &these,
+            &Spec {
+                doc: Doc::D002,
+                name: name.clone(),
+                metric: "ms (a run: the median of its --runs)",
+                higher_better: false,
+                config_name: "workers",
+                config: &workers,
+                series: &|r| str_of(r, "tool").map(str::to_owned),
+                value: &|r| num(r, "median_ms"),
+                ito: Some("ito-find"),
+                peers: None,
+            },
+        ));
+        groups.extend(build(
+            &these,
+            &Spec {
+                doc: Doc::D002,
+                name: format!("{name}: peak memory"),
+                metric: "MB (peak RSS of the tool's process)",
+                higher_better: false,
+                config_name: "workers",
+                config: &workers,
+                series: &|r| str_of(r, "tool").map(str::to_owned),
+                value: &|r| num(r, "peak_rss_bytes").map(|b| b / 1e6),
+                ito: Some("ito-find"),
+                peers: None,
+            },
+        ));
+    }
 }
 
 pub(super) fn pool_groups(recs: &[&Value], groups: &mut Vec<Group>) {

@@ -246,7 +246,7 @@ impl Plan {
             ));
         }
         if wants(Doc::D002) {
-            find_steps(&mut steps, &s, workers, cfg);
+            find_steps(&mut steps, &s, cfg);
         }
         if wants(Doc::D003) {
             pool_steps(&mut steps, &s, workers);

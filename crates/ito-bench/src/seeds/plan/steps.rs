@@ -165,8 +165,9 @@ pub(super) fn chain_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, peer
     }
 }
 
-/// Document 002: build ito-find (unless given), make the tree, time the tools.
-pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, cfg: &Config) {
+/// Document 002: build ito-find (unless given), make the tree, time the tools at each worker
+/// count of the sweep.
+pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
     let ito_find = match &cfg.ito_find {
         Some(p) => p.clone(),
         None => {
@@ -212,13 +213,16 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, cfg: 
     make.parse = Parse::Setup;
     make.provides = Some("tree");
     steps.push(make);
-    let (r, w) = (s.find_runs.to_string(), workers.to_string());
+    let r = s.find_runs.to_string();
     // Each step's record is the median of its --runs runs; the cell is over the steps.
-    for step in 1..=s.cell_runs {
+    // The document's sweep of worker counts, interleaved.
+    for (step, w) in
+        (1..=s.cell_runs).flat_map(|step| s.find_workers.iter().map(move |w| (step, w.to_string())))
+    {
         let mut find = Step::bench(
             Doc::D002,
             format!(
-                "find: ito-find vs GNU find vs fd, {step} of {}",
+                "find -j {w}: ito-find vs GNU find vs fd, {step} of {}",
                 s.cell_runs
             ),
             &[

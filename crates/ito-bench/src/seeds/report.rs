@@ -302,15 +302,21 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     }
     let _ = writeln!(md, "### Ours\n");
     for g in &groups {
-        // The fib pairs repeat the every-style table's rows: only their comparisons.
-        if !(doc == Doc::D000 && g.name.starts_with("fib: ") && g.ito.is_some()) {
+        // A fib pair repeats rows of a table of every style (same metric, no comparison):
+        // only its comparisons.
+        let repeated = g.name.starts_with("fib: ")
+            && g.ito.is_some()
+            && groups
+                .iter()
+                .any(|o| o.name.starts_with("fib: ") && o.ito.is_none() && o.metric == g.metric);
+        if !repeated {
             table(md, g);
         }
         if g.name == FIB_ALL {
             fib_notes(md, g, records);
         }
         if g.ito.is_some() {
-            if doc == Doc::D000 && g.name.starts_with("fib: ") {
+            if repeated {
                 let _ = writeln!(md, "**{}**\n", g.name);
             }
             comparisons(md, g);
@@ -377,15 +383,33 @@ fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
         peak("tokio").map_or("-".to_owned(), |p| p.to_string()),
         peak("scala").map_or("-".to_owned(), |p| p.to_string()),
     );
-    if let Some(seq) = records.iter().find(|r| {
-        str_of(r, "experiment") == Some("fib") && str_of(r, "impl") == Some("seq") && is_measured(r)
-    }) {
-        let _ = writeln!(
-            md,
-            "The sequential fib({}) took {} s.\n",
-            seq.get("n").and_then(Value::as_u64).unwrap_or(0),
-            num(seq, "seconds").map_or("-".to_owned(), format_num)
-        );
+    // The sequential baselines: Rust's plain recursion (`seq`) and Scala's `sfib`.
+    let seq = |imp: &str| {
+        let runs: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                str_of(r, "experiment") == Some("fib")
+                    && str_of(r, "impl") == Some(imp)
+                    && str_of(r, "style") == Some("seq")
+                    && is_measured(r)
+            })
+            .collect();
+        let seconds: Vec<f64> = runs.iter().filter_map(|r| num(r, "seconds")).collect();
+        let n = runs
+            .first()
+            .and_then(|r| r.get("n"))
+            .and_then(Value::as_u64);
+        Some((n?, verdict::Spread::of(&seconds, false)?))
+    };
+    for (imp, language) in [("seq", "Rust"), ("scala", "Scala")] {
+        if let Some((n, s)) = seq(imp) {
+            let _ = writeln!(
+                md,
+                "{language}'s sequential fib({n}), the plain recursion (the baseline of \
+                 \"x sequential\"): {} s.\n",
+                cell_text(&Cell::Value(s))
+            );
+        }
     }
 }
 

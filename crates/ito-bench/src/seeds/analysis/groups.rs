@@ -7,11 +7,33 @@ pub(super) fn fib_series(r: &Value) -> Option<String> {
     Some(format!("{} {}", str_of(r, "impl")?, str_of(r, "style")?))
 }
 
+/// Keeps only the series of `g` that `keep` accepts; whether two or more are left (a pair).
+fn keep_series(g: &mut Group, keep: impl Fn(&str) -> bool) -> bool {
+    let kept: Vec<usize> = (0..g.series.len())
+        .filter(|&i| keep(&g.series[i]))
+        .collect();
+    g.series = kept.iter().map(|&i| g.series[i].clone()).collect();
+    g.cells = kept.iter().map(|&i| g.cells[i].clone()).collect();
+    kept.len() >= 2
+}
+
+/// The median seconds of the sequential fib runs of a language (`scala`, or the Rust `seq`).
+fn seq_median(recs: &[&Value], imp: &str) -> Option<f64> {
+    let runs: Vec<f64> = recs
+        .iter()
+        .filter(|r| str_of(r, "impl") == Some(imp) && str_of(r, "style") == Some("seq"))
+        .filter(|r| is_measured(r))
+        .filter_map(|r| num(r, "seconds"))
+        .collect();
+    Some(verdict::Spread::of(&runs, false)?.median)
+}
+
 pub(super) fn fib_groups(recs: &[&Value], groups: &mut Vec<Group>) {
+    // The sequential baselines (Rust's, Scala's) are not series of the tables.
     let fib: Vec<&Value> = recs
         .iter()
         .copied()
-        .filter(|r| str_of(r, "impl") != Some("seq"))
+        .filter(|r| str_of(r, "style") != Some("seq"))
         .collect();
     let cutoff = |r: &Value| Some(r.get("cutoff")?.as_u64()?.to_string());
     let seconds = |r: &Value| num(r, "seconds");
@@ -42,15 +64,45 @@ pub(super) fn fib_groups(recs: &[&Value], groups: &mut Vec<Group>) {
     for (name, ito, peers) in FIB_PAIRS {
         // The pair's time and CPU time, each with only the pair's series.
         for mut g in build_with_cpu(&fib, &spec(name, Some(ito), Some(peers))) {
-            let keep: Vec<usize> = (0..g.series.len())
-                .filter(|&i| g.series[i] == ito || peers.contains(&g.series[i].as_str()))
-                .collect();
-            if keep.len() < 2 {
-                continue;
+            if keep_series(&mut g, |s| s == ito || peers.contains(&s)) {
+                groups.push(g);
             }
-            g.series = keep.iter().map(|&i| g.series[i].clone()).collect();
-            g.cells = keep.iter().map(|&i| g.cells[i].clone()).collect();
-            groups.push(g);
+        }
+    }
+    // Against Scala, also each language's time over its own sequential fib: a JVM and
+    // native code compute the leaves at different speeds.
+    let (Some(rust_seq), Some(scala_seq)) = (seq_median(recs, "seq"), seq_median(recs, "scala"))
+    else {
+        return;
+    };
+    let over_own_seq = |r: &Value| {
+        let own = if str_of(r, "impl") == Some("scala") {
+            scala_seq
+        } else {
+            rust_seq
+        };
+        Some(num(r, "seconds")? / own)
+    };
+    for (name, ito, peers) in FIB_PAIRS {
+        let scala: Vec<&'static str> = peers
+            .iter()
+            .copied()
+            .filter(|p| p.starts_with("scala"))
+            .collect();
+        if scala.is_empty() {
+            continue;
+        }
+        let name = format!("{name}: over each language's own sequential fib");
+        let spec = Spec {
+            metric: "x the language's sequential fib",
+            value: &over_own_seq,
+            ..spec(&name, Some(ito), Some(peers))
+        };
+        if let Some(mut g) = build(&fib, &spec) {
+            if keep_series(&mut g, |s| s == ito || scala.contains(&s)) {
+                g.peers = Some(scala.iter().map(|s| s.to_string()).collect());
+                groups.push(g);
+            }
         }
     }
 }

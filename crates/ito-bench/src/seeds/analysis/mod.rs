@@ -490,6 +490,33 @@ mod tests {
     }
 
     #[test]
+    fn scala_is_also_compared_over_each_languages_own_sequential_fib() {
+        let mut recs = Vec::new();
+        for i in 0..5 {
+            let d = f64::from(i) * 0.01;
+            recs.push(fib("seq", "seq", 30, Some(1.0 + d)));
+            recs.push(fib("scala", "seq", 30, Some(2.0 + d)));
+            recs.push(fib("ito", "flat", 20, Some(1.5 + d)));
+            recs.push(fib("scala", "flatmap", 20, Some(2.5 + d)));
+        }
+        let a = Analysis::of(&recs);
+        assert!(a.schema_errors.is_empty(), "{:?}", a.schema_errors);
+        // The sequential runs are baselines, not series.
+        let all = a.group(FIB_ALL).unwrap();
+        assert_eq!(all.series, ["ito flat", "scala flatmap"]);
+        let raw = &a.group(FIB_PAIRS[1].0).unwrap().comparisons()[0];
+        assert_eq!(raw.configs[0].verdict, Verdict::Better);
+        // ito: 1.52 / 1.02; Scala: 2.52 / 2.02.
+        let name = format!(
+            "{}: over each language's own sequential fib",
+            FIB_PAIRS[1].0
+        );
+        let own = &a.group(&name).unwrap().comparisons()[0];
+        assert_eq!(own.peer, "scala flatmap");
+        assert_eq!(own.configs[0].verdict, Verdict::Worse);
+    }
+
+    #[test]
     fn higher_is_better_inverts_the_ratio_and_ito_failures_lose() {
         let bank = |imp: &str, tx: f64, ok: bool| {
             json!({"experiment": "stm-bank", "impl": imp, "threads": 2,

@@ -51,6 +51,24 @@ pub(super) fn fib_steps(
         build.provides = Some("scala");
         build.ito_step = false;
         steps.push(build);
+        // Scala's own sequential fib: the baseline its styles are divided by.
+        for run in 1..=s.cell_runs {
+            let template = Record::template("fib", "scala", "seq", n, n.max(2), 1);
+            let mut step = Step::bench(
+                Doc::D000,
+                format!("fib({n}) scala/seq run {run}"),
+                &[],
+                t,
+                0.7 + fib_estimate(n, n.max(2)) * 2.0,
+            );
+            step.program = Program::Path(script.clone());
+            step.args = vec!["seq".into(), ns.clone(), n.max(2).to_string(), "1".into()];
+            step.parse = Parse::ScalaFib { n };
+            step.template = Some(to_value(&template));
+            step.needs = vec!["scala"];
+            step.ito_step = false;
+            steps.push(step);
+        }
     }
     let w = workers.to_string();
     for &cutoff in s.fib_cutoffs {

@@ -1,6 +1,7 @@
 //! `ito-bench seeds`: the report generator on recorded results (a fixture from a real
 //! `--quick` run), and the JSON schema of every experiment's line (each subcommand run at a
-//! tiny size, its lines checked by `seeds --check`). The timeout path (a peer that never
+//! tiny size, its lines checked by `seeds --check`), and the README's seeds section against
+//! the recorded run it names. The timeout path (a peer that never
 //! ends, killed with its process group) is tested in `src/seeds/run.rs`.
 
 use std::collections::BTreeSet;
@@ -468,4 +469,54 @@ fn every_experiments_lines_match_their_schema() {
     assert_eq!(check.status.code(), Some(1), "{text}");
     assert!(text.contains("missing field 'seconds'"), "{text}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// The decimal figures of a text (`0.88x`, `1.61`), each once.
+fn figures(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for word in text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'x')) {
+        let word = word.trim_matches('.');
+        let number = word.trim_end_matches('x');
+        let decimal = number.split_once('.').is_some_and(|(i, f)| {
+            !i.is_empty()
+                && !f.is_empty()
+                && i.bytes().all(|b| b.is_ascii_digit())
+                && f.bytes().all(|b| b.is_ascii_digit())
+        });
+        if decimal {
+            out.insert(word.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_seeds_section_comes_from_the_recorded_run_it_names() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("## Measured: every document")
+        .expect("the README has the seeds section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let dir = section
+        .split("bench/results/")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the section names its recorded run");
+    let run = root.join("bench/results").join(dir);
+    let report = fs::read_to_string(run.join("report.md")).unwrap();
+    let results = fs::read_to_string(run.join("results.jsonl")).unwrap();
+    // Every row of its tables is a row of that run's report.
+    for row in section.lines().filter(|l| l.starts_with("| 0")) {
+        assert!(report.contains(row), "not in {dir}/report.md: {row}");
+    }
+    // Every decimal figure is in that run's report or results.
+    for figure in figures(section) {
+        let bare = figure.trim_end_matches('x');
+        assert!(
+            report.contains(&figure) || results.contains(bare),
+            "{figure} is in neither {dir}/report.md nor {dir}/results.jsonl"
+        );
+    }
 }

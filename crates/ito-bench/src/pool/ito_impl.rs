@@ -36,11 +36,34 @@ pub(super) fn measure(config: Config) -> Outcome {
     // only when one is asked for.
     match config.sleep() {
         None => measure_with(config, |done: Arc<Done>| async move { done.signal() }),
-        Some(d) => measure_with(config, move |done: Arc<Done>| async move {
-            ito::sleep(d).await.expect("a sleep never fails");
-            done.signal();
-        }),
+        Some(d) => {
+            let mut outcome = measure_with(config, move |done: Arc<Done>| async move {
+                ito::sleep(d).await.expect("a sleep never fails");
+                done.signal();
+            });
+            outcome.sleep_overshoot_us = Some(sleep_overshoot_us(config.workers, d));
+            outcome
+        }
     }
+}
+
+/// How much longer than `d` an `ito::sleep(d)` lasts (the median of [`SLEEP_SAMPLES`]
+/// sleeps one after another, on a runtime of its own), in microseconds.
+fn sleep_overshoot_us(workers: usize, d: Duration) -> f64 {
+    let rt = ito::Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("starting the ito runtime");
+    let slept = rt.block_on(async move {
+        let mut slept = Vec::new();
+        for _ in 0..SLEEP_SAMPLES {
+            let start = Instant::now();
+            ito::sleep(d).await.expect("a sleep never fails");
+            slept.push(start.elapsed());
+        }
+        slept
+    });
+    overshoot_us(&slept, d)
 }
 
 fn measure_with<T, F>(config: Config, task: T) -> Outcome

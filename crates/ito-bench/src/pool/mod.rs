@@ -229,6 +229,11 @@ struct PoolRecord {
     rss_growth_bytes: Option<u64>,
     /// Most OS threads of the process during the runs (sampler excluded).
     peak_threads: Option<usize>,
+    /// With `--sleep-ms`: how much longer than asked the impl's sleep lasts, in microseconds
+    /// (the median of sleeps one after another on a runtime of their own, apart from the
+    /// runs): the timer's precision, which bounds what a run of sleeping tasks can show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sleep_overshoot_us: Option<f64>,
     /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
@@ -274,6 +279,7 @@ impl Config {
             base_rss_bytes: None,
             rss_growth_bytes: None,
             peak_threads: None,
+            sleep_overshoot_us: None,
             commit: measure::commit(),
             nproc: measure::nproc(),
             ok: false,
@@ -468,14 +474,30 @@ fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
         .zip(outcome.base_rss)
         .map(|(p, b)| p.saturating_sub(b));
     rec.peak_threads = Some(outcome.peak_threads);
+    rec.sleep_overshoot_us = outcome.sleep_overshoot_us;
     // Every run ended with its count-down complete, which takes exactly `tasks` signals.
     rec.ok = true;
     rec
 }
 
+/// Sleeps timed to measure a timer's overshoot.
+const SLEEP_SAMPLES: usize = 20;
+
+/// The median of how much longer than `d` each of `slept` lasted, in microseconds.
+fn overshoot_us(slept: &[Duration], d: Duration) -> f64 {
+    let mut over: Vec<f64> = slept
+        .iter()
+        .map(|s| s.saturating_sub(d).as_secs_f64() * 1e6)
+        .collect();
+    measure::median(&mut over).unwrap_or(f64::NAN)
+}
+
 /// What one configuration measured.
 #[derive(Clone)]
 struct Outcome {
+    /// With a sleep: how much longer than asked the impl's sleep lasts (its timer's
+    /// precision), measured apart from the runs.
+    sleep_overshoot_us: Option<f64>,
     seconds: f64,
     cpu: CpuTime,
     base_rss: Option<u64>,
@@ -502,6 +524,7 @@ where
     }
     let seconds = start.elapsed().as_secs_f64();
     Outcome {
+        sleep_overshoot_us: None,
         seconds,
         cpu: CpuTime::of_self().since(cpu_before),
         base_rss,

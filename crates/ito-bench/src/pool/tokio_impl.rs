@@ -46,11 +46,35 @@ impl Done {
 pub(super) fn measure(config: Config) -> Outcome {
     match config.sleep() {
         None => measure_with(config, |done: Arc<Done>| async move { done.signal() }),
-        Some(d) => measure_with(config, move |done: Arc<Done>| async move {
-            tokio::time::sleep(d).await;
-            done.signal();
-        }),
+        Some(d) => {
+            let mut outcome = measure_with(config, move |done: Arc<Done>| async move {
+                tokio::time::sleep(d).await;
+                done.signal();
+            });
+            outcome.sleep_overshoot_us = Some(sleep_overshoot_us(config.workers, d));
+            outcome
+        }
     }
+}
+
+/// How much longer than `d` a `tokio::time::sleep(d)` lasts (the median of
+/// [`SLEEP_SAMPLES`] sleeps one after another, on a runtime of its own), in microseconds.
+fn sleep_overshoot_us(workers: usize, d: Duration) -> f64 {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_time()
+        .build()
+        .expect("starting the tokio runtime");
+    let slept = rt.block_on(async move {
+        let mut slept = Vec::new();
+        for _ in 0..SLEEP_SAMPLES {
+            let start = Instant::now();
+            tokio::time::sleep(d).await;
+            slept.push(start.elapsed());
+        }
+        slept
+    });
+    overshoot_us(&slept, d)
 }
 
 fn measure_with<T, F>(config: Config, task: T) -> Outcome

@@ -344,6 +344,28 @@ pub(super) fn pool_groups(recs: &[&Value], groups: &mut Vec<Group>) {
             ));
         }
     }
+    // The timer's precision, measured apart from the runs: what bounds the sleep tables.
+    let slept: Vec<&Value> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.get("sleep_overshoot_us").is_some())
+        .collect();
+    groups.extend(build(
+        &slept,
+        &Spec {
+            doc: Doc::D003,
+            name: "pool: the sleep's overshoot (timer precision, measured apart from the runs)"
+                .into(),
+            metric: "µs past the sleep asked for (median of 20 sleeps in a row)",
+            higher_better: false,
+            config_name: "sleep",
+            config: &|r| Some(format!("{} ms", r.get("sleep_ms")?.as_u64()?)),
+            series: &|r| str_of(r, "impl").map(str::to_owned),
+            value: &|r| num(r, "sleep_overshoot_us"),
+            ito: Some("ito"),
+            peers: None,
+        },
+    ));
 }
 
 /// A futures benchmark: bench, group name, metric, higher better, config name, split (a

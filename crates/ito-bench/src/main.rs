@@ -84,6 +84,8 @@ enum Cmd {
     FindTree(find::FindTreeArgs),
     /// Document 002: ito-find against GNU find and fd on a tree.
     Find(find::FindArgs),
+    /// Document 002: its find_par (a task per directory) or find_par_sem, on ito.
+    FindPar(find::par::FindParArgs),
     /// Document 001: a chain of N processes passing a number along, with peak memory.
     Chain(chain::ChainArgs),
     /// Processes: one message round trip between two, against tokio mpsc.
@@ -126,6 +128,7 @@ fn main() -> ExitCode {
         Cmd::Pool(args) => pool::command(&args),
         Cmd::FindTree(args) => find::tree_command(&args),
         Cmd::Find(args) => find::command(&args),
+        Cmd::FindPar(args) => find::par::command(&args),
         Cmd::Chain(args) => chain::command(&args),
         Cmd::PingPong(args) => messaging::ping_pong_command(&args),
         Cmd::FanIn(args) => messaging::fan_in_command(&args),

@@ -575,3 +575,53 @@ fn pool_every_mode_and_impl_prints_a_line() {
         }
     }
 }
+
+#[test]
+fn find_par_finds_every_match_or_stops_at_the_first() {
+    let dir = std::env::temp_dir().join(format!("ito-bench-find-par-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tree = dir.join("tree");
+    let made = bench(&[
+        "find-tree",
+        "--dirs",
+        "300",
+        "--files",
+        "300",
+        "--seed",
+        "3",
+        "--out",
+        tree.to_str().unwrap(),
+    ]);
+    assert!(made.status.success());
+    // Two more files with the target's name, deeper down: three matches in all.
+    let mut deep: Vec<std::path::PathBuf> = std::fs::read_dir(&tree)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .take(2)
+        .collect();
+    deep.sort();
+    for d in &deep {
+        std::fs::write(d.join("ito-find-depth1-target"), "").unwrap();
+    }
+    for variant in ["unbounded", "sem"] {
+        let run = |extra: &[&str], name: &str| {
+            let mut args = vec!["find-par", "--variant", variant, "-j", "2"];
+            args.extend_from_slice(extra);
+            args.extend([name, tree.to_str().unwrap()]);
+            let out = bench(&args);
+            assert!(out.status.success(), "{variant} {extra:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(run(&[], "ito-find-missing-name"), "", "{variant}");
+        let all = run(&[], "ito-find-depth1-target");
+        assert_eq!(all.lines().count(), 3, "{variant}: {all}");
+        assert!(all.lines().all(|l| l.ends_with("/ito-find-depth1-target")));
+        let first = run(&["--first"], "ito-find-depth1-target");
+        assert_eq!(first.lines().count(), 1, "{variant}: {first}");
+    }
+    assert_usage_error(&["find-par", "--variant", "bogus", "x", "."]);
+    assert_usage_error(&["find-par", "--variant", "sem", "-j", "0", "x", "."]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -24,9 +24,12 @@
 //! GNU find's and fd's medians from the same run. `fd` (or Debian's `fdfind`) is skipped
 //! with a note when it is not installed. A summary of the targets goes to stderr.
 
+pub(crate) mod par;
+
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
@@ -333,6 +336,24 @@ fn tools(args: &FindArgs) -> Result<Vec<Tool>, String> {
         }),
         None => eprintln!("note: fd (or fdfind) is not installed: fd skipped, ratio_vs_fd is null"),
     }
+    // The document's own programs on ito, shown beside the tools (compared with nobody).
+    let me = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    for (name, variant) in [("ito find_par", "unbounded"), ("ito find_par_sem", "sem")] {
+        let base = os(&["find-par", "--variant", variant, "-j", &w]);
+        let with = |extra: &[&str], target: &str| {
+            let mut v = base.clone();
+            v.extend(os(extra));
+            v.push(target.into());
+            v.push(tree.to_owned());
+            v
+        };
+        tools.push(Tool {
+            name,
+            program: me.clone().into_os_string(),
+            missing: with(&[], MISSING),
+            first: with(&["--first"], TARGET),
+        });
+    }
     Ok(tools)
 }
 
@@ -371,28 +392,29 @@ fn wait_with_rusage(pid: u32) -> io::Result<(ExitStatus, libc::rusage)> {
 }
 
 /// A thread that reads the peak resident set size (`VmHWM`) of process `pid` about every
-/// millisecond until it exits, and returns the last and largest. The kernel's own figure for
-/// a child (`ru_maxrss`) is no use here: it starts from this process's size at the spawn. So
-/// are samples taken before the child has executed `program` (its name is still this
-/// process's), which are skipped.
-fn sample_peak_rss(pid: u32, program: &OsString) -> thread::JoinHandle<u64> {
-    let name: String = Path::new(program)
-        .file_name()
-        .map(|n| n.to_string_lossy().chars().take(15).collect())
-        .unwrap_or_default();
+/// millisecond until it exits, and returns the largest. The kernel's own figure for a child
+/// (`ru_maxrss`) is no use here: it starts from this process's size at the spawn. So are
+/// samples taken before the child has executed `program args` (until then its command line
+/// is this process's), which are skipped.
+fn sample_peak_rss(pid: u32, program: &OsString, args: &[OsString]) -> thread::JoinHandle<u64> {
+    let mut cmdline = Vec::new();
+    for arg in std::iter::once(program).chain(args) {
+        cmdline.extend_from_slice(arg.as_bytes());
+        cmdline.push(0);
+    }
     thread::spawn(move || {
-        let path = format!("/proc/{pid}/status");
+        let (status, cmd) = (
+            format!("/proc/{pid}/status"),
+            format!("/proc/{pid}/cmdline"),
+        );
         let mut peak = 0;
-        while let Ok(status) = fs::read_to_string(&path) {
-            let field = |key: &str| {
-                status
+        while let Ok(text) = fs::read_to_string(&status) {
+            if fs::read(&cmd).is_ok_and(|c| c == cmdline) {
+                let hwm = text
                     .lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .map(str::trim)
-            };
-            if field("Name:") == Some(name.as_str()) {
-                match field("VmHWM:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-                {
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+                match hwm {
                     Some(kb) => peak = u64::max(peak, kb * 1024),
                     // A zombie has no memory left to report.
                     None => break,
@@ -413,7 +435,7 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<To
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let peak = sample_peak_rss(child.id(), program);
+    let peak = sample_peak_rss(child.id(), program, args);
     let mut out = Vec::new();
     child
         .stdout

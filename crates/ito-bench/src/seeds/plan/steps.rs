@@ -240,7 +240,7 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
         let mut find = Step::bench(
             Doc::D002,
             format!(
-                "find -j {w}: ito-find vs GNU find vs fd, {step} of {}",
+                "find -j {w}: ito-find, GNU find, fd, find_par, find_par_sem, {step} of {}",
                 s.cell_runs
             ),
             &[
@@ -255,8 +255,8 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
                 &ito_find.display().to_string(),
             ],
             900.0,
-            // 2 queries, 3 tools, a warm-up round: about 6 us an entry for the slowest.
-            (s.find_runs + 1) as f64 * entries * 6e-6 * 3.0 + 0.2,
+            // 2 queries, 5 tools, a warm-up round: about 6 us an entry for the slowest.
+            (s.find_runs + 1) as f64 * entries * 6e-6 * 5.0 + 0.2,
         );
         find.needs = if cfg.ito_find.is_some() {
             vec!["tree"]

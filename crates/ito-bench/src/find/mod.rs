@@ -109,6 +109,8 @@ struct FindRecord {
     workers: usize,
     runs: usize,
     tree: String,
+    /// `tmpfs` where the tree is in memory, else `disk`.
+    filesystem: &'static str,
     commit: String,
     nproc: usize,
     /// CPU cores that other processes kept busy, on average, during the whole measurement
@@ -466,6 +468,23 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<To
     })
 }
 
+/// `tmpfs` if `path` is on a tmpfs (the tree is in memory), else `disk`.
+fn filesystem(path: &Path) -> &'static str {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return "disk";
+    };
+    // SAFETY: `statfs` is plain data for which all-zero bytes are a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path that lives for the call, and `st` is a valid,
+    // writable `statfs`.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    if rc == 0 && st.f_type == libc::TMPFS_MAGIC {
+        "tmpfs"
+    } else {
+        "disk"
+    }
+}
+
 /// The medians of the user and of the system times of `runs`.
 fn median_cpu(runs: &[CpuTime]) -> Option<CpuTime> {
     let mut user: Vec<f64> = runs.iter().map(|c| c.user_s).collect();
@@ -566,6 +585,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 workers: args.workers,
                 runs: args.runs,
                 tree: args.tree.display().to_string(),
+                filesystem: filesystem(&args.tree),
                 commit: measure::commit(),
                 nproc: measure::nproc(),
                 other_cores: other_cores.map(round3),

@@ -153,12 +153,17 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
             .join(format!("{}-{}{suffix}", env.day(), env.commit))
     });
     let scratch = scratch_dir();
+    // The workspace's build directory: on disk wherever the checkout is.
+    let disk_scratch = root
+        .join("target")
+        .join(format!("ito-seeds-{}", std::process::id()));
     let plan = Plan::build(&plan::Config {
         size,
         peers: args.peers,
         only: args.only.clone(),
         root: root.clone(),
         scratch: scratch.clone(),
+        disk_scratch: disk_scratch.clone(),
         ito_find: args.ito_find.clone(),
     });
     if args.dry_run {
@@ -176,6 +181,7 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
         }
     };
     let _ = fs::remove_dir_all(&scratch);
+    let _ = fs::remove_dir_all(&disk_scratch);
     code
 }
 

@@ -229,7 +229,10 @@ pub(super) fn find_groups(recs: &[&Value], groups: &mut Vec<Group>) {
         .and_then(|r| r.get("entries"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let workers = |r: &Value| Some(format!("-j {}", r.get("workers")?.as_u64()?));
+    let workers = |r: &Value| {
+        let fs = str_of(r, "filesystem").unwrap_or("tmpfs");
+        Some(format!("-j {}, {fs}", r.get("workers")?.as_u64()?))
+    };
     for (query, what) in [
         ("missing", "a name that does not exist (the whole tree)"),
         ("first-depth1", "the first match"),

@@ -82,8 +82,11 @@ pub(crate) struct Config {
     pub(crate) only: Vec<Doc>,
     /// The workspace root (bench/peers).
     pub(crate) root: PathBuf,
-    /// A scratch directory for the find tree (removed at the end).
+    /// A scratch directory for the find tree, on tmpfs where there is one (removed at the
+    /// end).
     pub(crate) scratch: PathBuf,
+    /// A scratch directory on disk for the second find tree (removed at the end).
+    pub(crate) disk_scratch: PathBuf,
     /// `--ito-find`.
     pub(crate) ito_find: Option<PathBuf>,
 }

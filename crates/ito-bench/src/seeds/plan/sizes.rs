@@ -22,6 +22,8 @@ pub(super) struct Sizes {
     pub(super) find_runs: usize,
     /// The worker counts (`-j`) of the tools that take one.
     pub(super) find_workers: &'static [usize],
+    /// Whether the tools also search a tree on disk (besides the one on tmpfs).
+    pub(super) find_on_disk: bool,
     pub(super) pool_runs: u32,
     pub(super) pool_sleep_runs: u32,
     pub(super) pool_big_runs: u32,
@@ -48,6 +50,7 @@ impl Sizes {
                 find_files: 200,
                 find_runs: 1,
                 find_workers: &[2],
+                find_on_disk: false,
                 pool_runs: 5,
                 pool_sleep_runs: 2,
                 pool_big_runs: 1,
@@ -70,6 +73,7 @@ impl Sizes {
                 find_files: 10_000,
                 find_runs: 3,
                 find_workers: &[1, 2, 4],
+                find_on_disk: false,
                 pool_runs: 200,
                 pool_sleep_runs: 10,
                 pool_big_runs: 5,
@@ -92,6 +96,7 @@ impl Sizes {
                 find_files: 31_000,
                 find_runs: 5,
                 find_workers: &[1, 2, 4],
+                find_on_disk: true,
                 pool_runs: 2000,
                 pool_sleep_runs: 100,
                 pool_big_runs: 20,

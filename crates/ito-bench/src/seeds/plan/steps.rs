@@ -208,62 +208,68 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
             exe.with_file_name("ito-find")
         }
     };
-    let tree = cfg.scratch.join("tree");
     let (d, f) = (s.find_dirs.to_string(), s.find_files.to_string());
     let entries = (s.find_dirs + s.find_files) as f64;
-    let mut make = Step::bench(
-        Doc::D002,
-        format!("find: make a {}-entry tree", s.find_dirs + s.find_files),
-        &[
-            "find-tree",
-            "--dirs",
-            &d,
-            "--files",
-            &f,
-            "--seed",
-            "2",
-            "--out",
-            &tree.display().to_string(),
-        ],
-        600.0,
-        entries * 100e-6 + 0.1,
-    );
-    make.parse = Parse::Setup;
-    make.provides = Some("tree");
-    steps.push(make);
-    let r = s.find_runs.to_string();
-    // Each step's record is the median of its --runs runs; the cell is over the steps.
-    // The document's sweep of worker counts, interleaved.
-    for (step, w) in
-        (1..=s.cell_runs).flat_map(|step| s.find_workers.iter().map(move |w| (step, w.to_string())))
-    {
-        let mut find = Step::bench(
+    let mut trees = vec![(cfg.scratch.join("tree"), "tree")];
+    if s.find_on_disk {
+        trees.push((cfg.disk_scratch.join("tree"), "disk tree"));
+    }
+    for (tree, key) in trees {
+        let mut make = Step::bench(
             Doc::D002,
-            format!(
-                "find -j {w}: ito-find, GNU find, fd, find_par, find_par_sem, {step} of {}",
-                s.cell_runs
-            ),
+            format!("find: make a {}-entry {key}", s.find_dirs + s.find_files),
             &[
-                "find",
-                "--tree",
+                "find-tree",
+                "--dirs",
+                &d,
+                "--files",
+                &f,
+                "--seed",
+                "2",
+                "--out",
                 &tree.display().to_string(),
-                "--runs",
-                &r,
-                "--workers",
-                &w,
-                "--ito-find",
-                &ito_find.display().to_string(),
             ],
-            900.0,
-            // 2 queries, 5 tools, a warm-up round: about 6 us an entry for the slowest.
-            (s.find_runs + 1) as f64 * entries * 6e-6 * 5.0 + 0.2,
+            600.0,
+            entries * 100e-6 + 0.1,
         );
-        find.needs = if cfg.ito_find.is_some() {
-            vec!["tree"]
-        } else {
-            vec!["ito-find", "tree"]
-        };
-        steps.push(find);
+        make.parse = Parse::Setup;
+        make.provides = Some(key);
+        steps.push(make);
+        let r = s.find_runs.to_string();
+        // Each step's record is the median of its --runs runs; the cell is over the steps.
+        // The document's sweep of worker counts, interleaved.
+        for (step, w) in (1..=s.cell_runs)
+            .flat_map(|step| s.find_workers.iter().map(move |w| (step, w.to_string())))
+        {
+            let mut find = Step::bench(
+                Doc::D002,
+                format!(
+                    "find -j {w} ({key}): ito-find, GNU find, fd, find_par, find_par_sem, \
+                     {step} of {}",
+                    s.cell_runs
+                ),
+                &[
+                    "find",
+                    "--tree",
+                    &tree.display().to_string(),
+                    "--runs",
+                    &r,
+                    "--workers",
+                    &w,
+                    "--ito-find",
+                    &ito_find.display().to_string(),
+                ],
+                900.0,
+                // 2 queries, 5 tools, a warm-up round: about 6 us an entry for the slowest.
+                (s.find_runs + 1) as f64 * entries * 6e-6 * 5.0 + 0.2,
+            );
+            find.needs = if cfg.ito_find.is_some() {
+                vec![key]
+            } else {
+                vec!["ito-find", key]
+            };
+            steps.push(find);
+        }
     }
 }
 

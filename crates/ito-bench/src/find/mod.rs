@@ -100,6 +100,9 @@ struct FindRecord {
     /// (sampled about every millisecond: a lower bound for runs of a few milliseconds).
     #[serde(skip_serializing_if = "Option::is_none")]
     peak_rss_bytes: Option<u64>,
+    /// The most threads the tool's process had at once over the runs (sampled likewise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_threads: Option<u64>,
     /// `median_ms` over GNU find's median for the same query.
     ratio_vs_find: f64,
     /// `median_ms` over fd's median; `null` without fd.
@@ -369,6 +372,8 @@ struct ToolRun {
     cpu: CpuTime,
     /// Its peak resident set size in bytes (0: not seen).
     peak_rss: u64,
+    /// The most threads it had at once (0: not seen).
+    peak_threads: u64,
 }
 
 /// Waits for the child `pid` (not waited for yet) and returns its exit status and resource
@@ -398,7 +403,11 @@ fn wait_with_rusage(pid: u32) -> io::Result<(ExitStatus, libc::rusage)> {
 /// (`ru_maxrss`) is no use here: it starts from this process's size at the spawn. So are
 /// samples taken before the child has executed `program args` (until then its command line
 /// is this process's), which are skipped.
-fn sample_peak_rss(pid: u32, program: &OsString, args: &[OsString]) -> thread::JoinHandle<u64> {
+fn sample_peak_rss(
+    pid: u32,
+    program: &OsString,
+    args: &[OsString],
+) -> thread::JoinHandle<(u64, u64)> {
     let mut cmdline = Vec::new();
     for arg in std::iter::once(program).chain(args) {
         cmdline.extend_from_slice(arg.as_bytes());
@@ -409,22 +418,24 @@ fn sample_peak_rss(pid: u32, program: &OsString, args: &[OsString]) -> thread::J
             format!("/proc/{pid}/status"),
             format!("/proc/{pid}/cmdline"),
         );
-        let mut peak = 0;
+        let (mut peak, mut threads) = (0, 0);
         while let Ok(text) = fs::read_to_string(&status) {
             if fs::read(&cmd).is_ok_and(|c| c == cmdline) {
-                let hwm = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
-                match hwm {
+                let field = |key: &str| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(key))
+                        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                };
+                match field("VmHWM:") {
                     Some(kb) => peak = u64::max(peak, kb * 1024),
                     // A zombie has no memory left to report.
                     None => break,
                 }
+                threads = u64::max(threads, field("Threads:").unwrap_or(0));
             }
             thread::sleep(Duration::from_millis(1));
         }
-        peak
+        (peak, threads)
     })
 }
 
@@ -445,7 +456,7 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<To
         .expect("stdout is piped")
         .read_to_end(&mut out)?;
     let (status, ru) = wait_with_rusage(child.id())?;
-    let peak_rss = peak.join().unwrap_or(0);
+    let (peak_rss, peak_threads) = peak.join().unwrap_or((0, 0));
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let cpu = CpuTime {
         user_s: measure::timeval_s(ru.ru_utime),
@@ -465,6 +476,7 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<To
         ok,
         cpu,
         peak_rss,
+        peak_threads,
     })
 }
 
@@ -527,6 +539,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
     let mut oks = vec![vec![true; QUERIES.len()]; tools.len()];
     let mut cpus: Vec<Vec<Vec<CpuTime>>> = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
     let mut peaks = vec![vec![0u64; QUERIES.len()]; tools.len()];
+    let mut threads = vec![vec![0u64; QUERIES.len()]; tools.len()];
     for round in 0..=args.runs {
         for (q, query) in QUERIES.iter().enumerate() {
             for k in 0..tools.len() {
@@ -539,6 +552,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                         times[t][q].push(run.ms);
                         cpus[t][q].push(run.cpu);
                         peaks[t][q] = peaks[t][q].max(run.peak_rss);
+                        threads[t][q] = threads[t][q].max(run.peak_threads);
                         oks[t][q] &= run.ok;
                     }
                     Ok(_) => {}
@@ -579,6 +593,7 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 min_ms: round3(times[t][q].iter().copied().fold(f64::INFINITY, f64::min)),
                 cpu: median_cpu(&cpus[t][q]),
                 peak_rss_bytes: (peaks[t][q] > 0).then_some(peaks[t][q]),
+                peak_threads: (threads[t][q] > 0).then_some(threads[t][q]),
                 ratio_vs_find: round3(m / find_i.map_or(f64::NAN, |f| medians[f][q])),
                 ratio_vs_fd: fd_i.map(|f| round3(m / medians[f][q])),
                 entries,

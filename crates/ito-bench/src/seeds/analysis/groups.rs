@@ -273,6 +273,21 @@ pub(super) fn find_groups(recs: &[&Value], groups: &mut Vec<Group>) {
                 peers: None,
             },
         ));
+        groups.extend(build(
+            &these,
+            &Spec {
+                doc: Doc::D002,
+                name: format!("{name}: peak threads (not compared)"),
+                metric: "threads of the tool's process at most",
+                higher_better: false,
+                config_name: "workers",
+                config: &workers,
+                series: &|r| str_of(r, "tool").map(str::to_owned),
+                value: &|r| num(r, "peak_threads"),
+                ito: None,
+                peers: None,
+            },
+        ));
     }
 }
 

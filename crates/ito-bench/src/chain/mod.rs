@@ -234,7 +234,9 @@ pub(crate) fn command(args: &ChainArgs) -> ExitCode {
                 let with_cpu = |run: &dyn Fn() -> ChainRecord| {
                     let before = CpuTime::of_children();
                     let mut rec = run();
-                    rec.cpu = Some(CpuTime::of_children().since(before));
+                    if rec.skipped.is_none() {
+                        rec.cpu = Some(CpuTime::of_children().since(before));
+                    }
                     rec
                 };
                 let runs: Vec<ChainRecord> = match imp {
@@ -305,6 +307,18 @@ fn run_child(
         (_, None) => template.failed("timeout"),
         (None, Some(st)) => template.failed(format!("child printed no record ({st})")),
     }
+}
+
+/// The memory a peer's process (a goroutine, an Erlang process) is assumed to take, to
+/// decide whether its chain can fit: a guard, not a measurement.
+const PEER_BYTES_PER_PROCESS: u64 = 4096;
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn mem_available_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// `--child`: one measurement in this process, one JSON line on stdout.
@@ -443,6 +457,20 @@ fn run_tokio(n: u64, flavor: Flavor, workers: usize) -> Result<Outcome, String> 
 /// Runs `bench/peers/chain/run.sh <impl> <n>`.
 fn run_peer(imp: ChainImpl, n: u64, workers: usize, timeout: Duration) -> ChainRecord {
     let template = ChainRecord::template(imp.name(), None, n, Some(workers));
+    // A peer whose chain could not fit in memory is not started: on a shared machine the
+    // kernel's out-of-memory killer could pick another process than the peer.
+    let needs = n.saturating_mul(PEER_BYTES_PER_PROCESS);
+    if let Some(available) = mem_available_bytes().filter(|&a| needs > a / 10 * 8) {
+        let mut rec = template;
+        rec.ok = true;
+        rec.skipped = Some(format!(
+            "not started: {n} processes at {PEER_BYTES_PER_PROCESS} bytes each need {:.1} GB, \
+             more than 80% of the {:.1} GB available",
+            needs as f64 / 1e9,
+            available as f64 / 1e9
+        ));
+        return rec;
+    }
     let script: PathBuf = match measure::workspace_root() {
         Ok(root) => root.join("bench/peers/chain/run.sh"),
         Err(e) => return template.failed(format!("cannot find the workspace: {e}")),

@@ -180,6 +180,16 @@ pub(super) fn chain_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, peer
         // Runs of 10M processes are long: fewer runs give a verdict.
         let repeat = s.cell_runs.min(verdict::MIN_RUNS_LONG as u32);
         add(n, "ito,tokio", repeat, format!("chain of {n}: ito,tokio"));
+        // Go and Elixir are attempted once (they are not started where their chain could
+        // not fit in memory; the record says so).
+        if peers {
+            add(
+                n,
+                "go,elixir",
+                1,
+                format!("chain of {n}: go,elixir, attempted once"),
+            );
+        }
     }
 }
 

@@ -99,8 +99,9 @@ pub(crate) struct SeedsArgs {
     /// Run nothing: write the CSVs, plots and report of a recorded results.jsonl.
     #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find"])]
     from: Option<PathBuf>,
-    /// Also compare every verdict with those of a recorded run's results.jsonl: the report
-    /// lists the configurations whose verdicts differ.
+    /// Compare every verdict with those of a recorded run's results.jsonl: the report lists
+    /// the configurations whose verdicts differ [default for a quick or full run: the last
+    /// one recorded in bench/results at the same size].
     #[arg(long, conflicts_with_all = ["dry_run"])]
     compare: Option<PathBuf>,
     /// Run nothing: check every JSON line of a file (records of any ito-bench experiment)
@@ -173,7 +174,16 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     if let Err(e) = fs::create_dir_all(out.join("logs")) {
         return crate::usage_error(&format!("cannot create {}: {e}", out.display()));
     }
-    let code = match run_plan(&plan, &env, &out, args.peers, args.compare.as_deref()) {
+    // Without --compare, a quick or full run is compared with the last one recorded at its
+    // size, so that a verdict that flipped since is flagged.
+    let compare = args.compare.clone().or_else(|| match size {
+        Size::Smoke => None,
+        _ => last_recorded(&root.join("bench/results"), size, &out),
+    });
+    if let Some(p) = &compare {
+        eprintln!("seeds: verdicts compared with {}", p.display());
+    }
+    let code = match run_plan(&plan, &env, &out, args.peers, compare.as_deref()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ito-bench seeds: {e}");
@@ -183,6 +193,28 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     let _ = fs::remove_dir_all(&scratch);
     let _ = fs::remove_dir_all(&disk_scratch);
     code
+}
+
+/// The results.jsonl of the newest run recorded in `results` at `size` (a directory named
+/// `<date>-<commit>` for a full run, `<date>-<commit>-quick` for a quick one), other than `out`.
+fn last_recorded(results: &Path, size: Size, out: &Path) -> Option<PathBuf> {
+    let quick = size == Size::Quick;
+    fs::read_dir(results)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| dir != out && dir.join("results.jsonl").is_file())
+        .filter(|dir| {
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            let is_quick = name.ends_with("-quick");
+            is_quick == quick && !name.ends_with("-smoke")
+        })
+        .max_by_key(|dir| {
+            fs::metadata(dir.join("results.jsonl"))
+                .and_then(|m| m.modified())
+                .ok()
+        })
+        .map(|dir| dir.join("results.jsonl"))
 }
 
 /// Where the find tree goes: tmpfs (`/dev/shm`) where there is one, because making and
@@ -451,4 +483,38 @@ fn render(
     );
     let path = out.join("report.md");
     fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_recorded_run_is_of_the_same_size_and_not_this_one() {
+        let results = std::env::temp_dir().join(format!("ito-seeds-last-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&results);
+        for dir in [
+            "2026-01-01-aaa",
+            "2026-01-02-bbb-quick",
+            "2026-01-03-ccc-smoke",
+            "empty",
+        ] {
+            fs::create_dir_all(results.join(dir)).unwrap();
+            if dir != "empty" {
+                fs::write(results.join(dir).join("results.jsonl"), "").unwrap();
+            }
+        }
+        let out = results.join("2026-01-04-ddd");
+        assert_eq!(
+            last_recorded(&results, Size::Full, &out),
+            Some(results.join("2026-01-01-aaa/results.jsonl"))
+        );
+        assert_eq!(
+            last_recorded(&results, Size::Quick, &out),
+            Some(results.join("2026-01-02-bbb-quick/results.jsonl"))
+        );
+        let this = results.join("2026-01-01-aaa");
+        assert_eq!(last_recorded(&results, Size::Full, &this), None);
+        let _ = fs::remove_dir_all(&results);
+    }
 }

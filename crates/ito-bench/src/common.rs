@@ -72,6 +72,7 @@ where
 }
 
 /// An experiment's defaults of the common options.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Defaults<'a, I> {
     /// The implementations run when `--impl` is not given.
     pub(crate) imps: &'a [I],
@@ -81,6 +82,26 @@ pub(crate) struct Defaults<'a, I> {
     pub(crate) repeat: u32,
     /// Seconds when `--timeout-s` is not given.
     pub(crate) timeout_s: f64,
+}
+
+impl<I: ValueEnum> Defaults<'_, I> {
+    /// The defaults as a line of the experiment's `--help`.
+    pub(crate) fn help(&self) -> String {
+        let imps: Vec<String> = self
+            .imps
+            .iter()
+            .filter_map(|i| Some(i.to_possible_value()?.get_name().to_owned()))
+            .collect();
+        let workers = self
+            .workers
+            .map_or("the number of CPUs".to_owned(), |w| w.to_string());
+        format!(
+            "Defaults: --impl {}, --workers {workers}, --repeat {}, --timeout-s {}.",
+            imps.join(","),
+            self.repeat,
+            self.timeout_s
+        )
+    }
 }
 
 /// The common options of one run, with the experiment's defaults applied.

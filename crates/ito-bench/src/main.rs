@@ -51,7 +51,7 @@ mod stm_bank;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Command line.
 #[derive(Parser, Debug)]
@@ -96,10 +96,41 @@ enum Cmd {
     Seeds(seeds::SeedsArgs),
 }
 
+/// The command line, each experiment's `--help` ending with the defaults of its common options
+/// (the ones it applies).
+fn command_line() -> clap::Command {
+    let defaults = [
+        ("fib", fib::command::DEFAULTS.help()),
+        ("join", join::DEFAULTS.help()),
+        ("stm-bank", stm_bank::DEFAULTS.help()),
+        ("pool", pool::DEFAULTS.help()),
+        ("chain", chain::DEFAULTS.help()),
+        ("ping-pong", messaging::DEFAULTS.help()),
+        ("fan-in", messaging::DEFAULTS.help()),
+    ];
+    let cmd = defaults
+        .into_iter()
+        .fold(Cli::command(), |cmd, (name, help)| {
+            cmd.mut_subcommand(name, |sub| sub.after_help(help))
+        });
+    cmd.mut_subcommand("futures", |futures| {
+        let benches: Vec<String> = futures
+            .get_subcommands()
+            .map(|b| b.get_name().to_owned())
+            .collect();
+        benches.iter().fold(futures, |f, bench| {
+            f.mut_subcommand(bench, |b| b.after_help(futures::defaults_help()))
+        })
+    })
+}
+
 /// Parses the command line; a bad argument is one line on stderr and exit code 2.
 fn parse_cli() -> Result<Cli, ExitCode> {
     use clap::error::ErrorKind;
-    match Cli::try_parse() {
+    let parsed = command_line()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    match parsed {
         Ok(cli) => Ok(cli),
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();

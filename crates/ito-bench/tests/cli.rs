@@ -625,3 +625,32 @@ fn find_par_finds_every_match_or_stops_at_the_first() {
     assert_usage_error(&["find-par", "--variant", "sem", "-j", "0", "x", "."]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn every_experiment_prints_the_common_options_and_their_defaults() {
+    for cmd in [
+        &["fib"][..],
+        &["join"],
+        &["stm-bank"],
+        &["pool"],
+        &["chain"],
+        &["ping-pong"],
+        &["fan-in"],
+        &["futures", "or-alt"],
+        &["futures", "philosophers"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = bench(&args);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        for option in ["--impl", "--workers", "--repeat", "--timeout-s", "--record"] {
+            assert!(help.contains(option), "{cmd:?} --help lacks {option}");
+        }
+        let defaults = help.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+        assert!(
+            defaults.starts_with("Defaults: --impl "),
+            "{cmd:?}: {defaults}"
+        );
+    }
+}

@@ -45,7 +45,7 @@ pub(crate) struct ChainArgs {
     /// Chain length(s), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000000")]
     n: Vec<u64>,
-    /// `--impl` (default ito,tokio), `--workers`, `--repeat` (default 1), `--timeout-s` (default 300), `--record` (bench/results/chain.jsonl).
+    /// The common options; their defaults are [`DEFAULTS`].
     #[command(flatten)]
     pub(crate) common: CommonArgs<ChainImpl>,
     /// A note stored in every record (for example, how busy the machine was).
@@ -200,15 +200,18 @@ pub(crate) fn vm_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, ChainImpl> = Defaults {
+    imps: &[ChainImpl::Ito, ChainImpl::Tokio],
+    workers: None,
+    repeat: 1,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench chain`.
 pub(crate) fn command(args: &ChainArgs) -> ExitCode {
     let c = &args.common;
-    let s = match c.resolve(Defaults {
-        imps: &[ChainImpl::Ito, ChainImpl::Tokio],
-        workers: None,
-        repeat: 1,
-        timeout_s: 300.0,
-    }) {
+    let s = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };

@@ -40,21 +40,23 @@ pub(crate) struct FibArgs {
     /// Also write the records to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// `--impl` (default ito), `--workers`, `--repeat` (default 1), `--timeout-s` (default
-    /// 120), `--record` (bench/results/fib.jsonl).
+    /// The common options; their defaults are [`DEFAULTS`].
     #[command(flatten)]
     pub(crate) common: CommonArgs<Impl>,
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, Impl> = Defaults {
+    imps: &[Impl::Ito],
+    workers: None,
+    repeat: 1,
+    timeout_s: DEFAULT_TIMEOUT_S,
+};
+
 /// `ito-bench fib`.
 pub(crate) fn command(args: &FibArgs) -> ExitCode {
     let c = &args.common;
-    let settings = match c.resolve(Defaults {
-        imps: &[Impl::Ito],
-        workers: None,
-        repeat: 1,
-        timeout_s: DEFAULT_TIMEOUT_S,
-    }) {
+    let settings = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return usage_error(&e),
     };

@@ -40,9 +40,8 @@ pub(super) enum Bench {
     Philosophers(PhilosophersArgs),
 }
 
-/// Options every benchmark takes: `--impl` (default: every impl that fits the benchmark),
-/// `--workers`, `--repeat` (default 20; first-completed 50; philosophers 20 runs of --rounds
-/// rounds), `--timeout-s` (default 60), `--record` (bench/results/futures.jsonl).
+/// Options every benchmark takes; their defaults are in [`super::defaults_help`] (philosophers:
+/// `--repeat` runs of `--rounds` rounds).
 pub(super) type Common = crate::common::CommonArgs<FutImpl>;
 
 /// Arguments of `futures or-alt`.

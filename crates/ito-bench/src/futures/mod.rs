@@ -148,6 +148,24 @@ const SAMPLE_TARGET: Duration = Duration::from_millis(2);
 /// The largest batch of a micro benchmark.
 const MAX_BATCH: u64 = 1 << 22;
 
+/// Repetitions of each configuration when `--repeat` is not given (first-completed: races).
+const DEFAULT_REPEAT: u32 = 20;
+
+/// Races of first-completed when `--repeat` is not given.
+const FIRST_COMPLETED_REPEAT: u32 = 50;
+
+/// The wall-clock limit of a run when `--timeout-s` is not given.
+const DEFAULT_TIMEOUT_S: f64 = 60.0;
+
+/// The defaults of the common options, as a line of each benchmark's `--help`.
+pub(crate) fn defaults_help() -> String {
+    format!(
+        "Defaults: --impl every impl that fits the benchmark, --workers the number of CPUs, \
+         --repeat {DEFAULT_REPEAT} (first-completed {FIRST_COMPLETED_REPEAT}), --timeout-s \
+         {DEFAULT_TIMEOUT_S}."
+    )
+}
+
 /// The value every future of these benchmarks completes with.
 const VALUE: u64 = 42;
 
@@ -323,14 +341,14 @@ pub(crate) fn command(args: &FuturesArgs) -> ExitCode {
         _ => &[FutImpl::Ito, FutImpl::Shared, FutImpl::Tokio],
     };
     let default_repeat = match &args.bench {
-        Bench::FirstCompleted(_) => 50,
-        _ => 20,
+        Bench::FirstCompleted(_) => FIRST_COMPLETED_REPEAT,
+        _ => DEFAULT_REPEAT,
     };
     let s = match common.resolve(Defaults {
         imps: fits,
         workers: None,
         repeat: default_repeat,
-        timeout_s: 60.0,
+        timeout_s: DEFAULT_TIMEOUT_S,
     }) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),

@@ -50,7 +50,8 @@ pub(crate) struct JoinArgs {
     /// Workload(s), comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', required = true)]
     workload: Vec<Workload>,
-    /// `--impl` (default ito,rayon,seq), `--workers`, `--repeat` (default 3; the summary takes the fastest), `--timeout-s` (default 300), `--record` (bench/results/join.jsonl).
+    /// The common options; their defaults are [`DEFAULTS`] (the summary takes the fastest
+    /// of the `--repeat` runs).
     #[command(flatten)]
     pub(crate) common: CommonArgs<JoinImpl>,
     /// Problem size: one value for every workload, or one per workload (in --workload order)
@@ -252,15 +253,18 @@ fn plans(args: &JoinArgs) -> Result<Vec<Plan>, String> {
         .collect()
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, JoinImpl> = Defaults {
+    imps: &[JoinImpl::Ito, JoinImpl::Rayon, JoinImpl::Seq],
+    workers: None,
+    repeat: 3,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench join`.
 pub(crate) fn command(args: &JoinArgs) -> ExitCode {
     let c = &args.common;
-    let s = match c.resolve(Defaults {
-        imps: &[JoinImpl::Ito, JoinImpl::Rayon, JoinImpl::Seq],
-        workers: None,
-        repeat: 3,
-        timeout_s: 300.0,
-    }) {
+    let s = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };

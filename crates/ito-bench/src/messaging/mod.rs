@@ -35,7 +35,7 @@ pub(crate) enum MsgImpl {
 /// Options both experiments take.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// `--impl` (default ito,tokio), `--workers`, `--repeat` (default 5, interleaved), `--timeout-s` (default 120), `--record` (bench/results/<experiment>.jsonl).
+    /// The common options; their defaults are [`DEFAULTS`] (repetitions interleaved).
     #[command(flatten)]
     pub(crate) base: CommonArgs<MsgImpl>,
     /// A note stored in every record (for example, how busy the machine was).
@@ -182,17 +182,18 @@ struct Setup {
     repeat: u32,
 }
 
+/// The defaults of the common options (ping-pong and fan-in).
+pub(crate) const DEFAULTS: Defaults<'static, MsgImpl> = Defaults {
+    imps: &[MsgImpl::Ito, MsgImpl::Tokio],
+    workers: None,
+    repeat: 5,
+    timeout_s: 120.0,
+};
+
 /// Validates the common options and builds the [`Setup`].
 fn setup(common: &Common, file: &str) -> Result<Setup, ExitCode> {
     let c = &common.base;
-    let s = c
-        .resolve(Defaults {
-            imps: &[MsgImpl::Ito, MsgImpl::Tokio],
-            workers: None,
-            repeat: 5,
-            timeout_s: 120.0,
-        })
-        .map_err(|e| crate::usage_error(&e))?;
+    let s = c.resolve(DEFAULTS).map_err(|e| crate::usage_error(&e))?;
     let sink = c.sink(file).map_err(|e| crate::usage_error(&e))?;
     let mut runners = Vec::new();
     for &imp in &s.imps {

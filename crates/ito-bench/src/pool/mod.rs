@@ -88,7 +88,8 @@ pub(crate) struct PoolArgs {
     /// `$Coro::POOL_SIZE` is 8), comma-separated for several.
     #[arg(long = "pool-size", value_delimiter = ',', default_value = "8")]
     pool_size: Vec<usize>,
-    /// `--impl` (default ito,tokio), `--workers` (default 2), `--repeat` (default 1: each configuration that many times, interleaved, each in a child process of its own), `--timeout-s` (default 120), `--record` (bench/results/pool.jsonl).
+    /// The common options; their defaults are [`DEFAULTS`] (`--repeat`: each configuration
+    /// that many times, interleaved, each in a child process of its own).
     #[command(flatten)]
     pub(crate) common: CommonArgs<PoolImpl>,
     /// How a run counts its tasks down: a latch (`latch`), or document 003's semaphore
@@ -327,15 +328,18 @@ impl Config {
     }
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, PoolImpl> = Defaults {
+    imps: &[PoolImpl::Ito, PoolImpl::Tokio],
+    workers: Some(2),
+    repeat: 1,
+    timeout_s: 120.0,
+};
+
 /// `ito-bench pool`.
 pub(crate) fn command(args: &PoolArgs) -> ExitCode {
     let c = &args.common;
-    let s = match c.resolve(Defaults {
-        imps: &[PoolImpl::Ito, PoolImpl::Tokio],
-        workers: Some(2),
-        repeat: 1,
-        timeout_s: 120.0,
-    }) {
+    let s = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };

@@ -68,7 +68,8 @@ pub(crate) struct StmBankArgs {
     /// Transfers per thread.
     #[arg(long, default_value_t = 1_000_000)]
     ops: u64,
-    /// `--impl` (default ito,stm-crate,mutex), `--workers` (one thread count, instead of `--threads`), `--repeat` (default 3), `--timeout-s` (default 300), `--record` (bench/results/stm-bank.jsonl).
+    /// The common options; their defaults are [`DEFAULTS`] (`--workers`: one thread count,
+    /// instead of `--threads`).
     #[command(flatten)]
     pub(crate) common: CommonArgs<BankImpl>,
     /// Also run an auditor thread that sums every balance in one transaction, over and over,
@@ -364,6 +365,14 @@ fn run<B: Bank>(threads: usize, accounts: usize, ops: u64, audit: bool) -> Outco
     }
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, BankImpl> = Defaults {
+    imps: &[BankImpl::Ito, BankImpl::StmCrate, BankImpl::Mutex],
+    workers: Some(2),
+    repeat: 3,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench stm-bank`.
 pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
     let threads = match (args.common.workers, args.threads.is_empty()) {
@@ -384,12 +393,7 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
         return crate::usage_error("--ops must be at least 1");
     }
     let c = &args.common;
-    let s = match c.resolve(Defaults {
-        imps: &[BankImpl::Ito, BankImpl::StmCrate, BankImpl::Mutex],
-        workers: Some(2),
-        repeat: 3,
-        timeout_s: 300.0,
-    }) {
+    let s = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };

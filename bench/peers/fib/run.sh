@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs document 000's fib in Scala: run.sh flatmap|await N CUTOFF [WORKERS]
+# Runs document 000's fib in Scala: run.sh flatmap|await|seq N CUTOFF [WORKERS]
 #        run.sh build   (only builds; prints "built" or "skipped: ...")
 # Prints one JSON line {"result":R,"seconds":S,"rss_bytes":B,"peak_threads":T} (what
 # `ito-bench seeds` reads), or one line starting with "skipped:" when Java or Maven is
@@ -42,9 +42,9 @@ fi
 n="${2:-}"
 cutoff="${3:-}"
 workers="${4:-2}"
-if [[ ! "$style" =~ ^(flatmap|await)$ || ! "$n" =~ ^[0-9]+$ || ! "$cutoff" =~ ^[0-9]+$ \
+if [[ ! "$style" =~ ^(flatmap|await|seq)$ || ! "$n" =~ ^[0-9]+$ || ! "$cutoff" =~ ^[0-9]+$ \
       || ! "$workers" =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: run.sh flatmap|await N CUTOFF [WORKERS] | run.sh build" >&2
+  echo "usage: run.sh flatmap|await|seq N CUTOFF [WORKERS] | run.sh build" >&2
   exit 2
 fi
 build

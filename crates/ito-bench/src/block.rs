@@ -218,7 +218,7 @@ pub(crate) fn run(args: &BlockArgs) -> ExitCode {
     if args.repeat == 0 {
         return crate::usage_error("--repeat must be at least 1");
     }
-    let timeout = match crate::timeout_of(args.timeout_s) {
+    let timeout = match crate::common::timeout_of(args.timeout_s) {
         Ok(t) => t,
         Err(e) => return crate::usage_error(&e),
     };

@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,13 @@ pub(crate) struct Record {
     pub(crate) peak_threads: Option<usize>,
     /// Peak resident set size of the process (VmHWM) in bytes.
     pub(crate) rss_bytes: Option<u64>,
-    /// `git rev-parse --short HEAD` of the working directory, or `"unknown"`.
+    /// User CPU seconds of the process (every thread) during the computation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) user_s: Option<f64>,
+    /// System CPU seconds of the process (every thread) during the computation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sys_s: Option<f64>,
+    /// The commit this binary was built from (see [`commit`]).
     pub(crate) commit: String,
     /// Number of CPUs available to the process.
     pub(crate) nproc: usize,
@@ -91,6 +97,8 @@ impl Record {
             tasks: None,
             peak_threads: None,
             rss_bytes: None,
+            user_s: None,
+            sys_s: None,
             commit: commit(),
             nproc: nproc(),
             ok: false,
@@ -111,28 +119,76 @@ impl Record {
     }
 }
 
+/// User and system CPU time, in seconds (in a record: of the span its `seconds` covers, or
+/// as that record's documentation says). Linux measures their sum exactly and splits it
+/// between user and system in proportion to scheduler-tick samples, so over spans of a few
+/// milliseconds the split is coarse; the report's verdicts use the sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CpuTime {
+    /// User time.
+    pub(crate) user_s: f64,
+    /// System time.
+    pub(crate) sys_s: f64,
+}
+
+impl CpuTime {
+    /// The CPU time of every thread of this process so far (`getrusage(RUSAGE_SELF)`).
+    pub(crate) fn of_self() -> CpuTime {
+        rusage(libc::RUSAGE_SELF)
+    }
+
+    /// The CPU time of every waited-for child of this process so far
+    /// (`getrusage(RUSAGE_CHILDREN)`).
+    pub(crate) fn of_children() -> CpuTime {
+        rusage(libc::RUSAGE_CHILDREN)
+    }
+
+    /// The CPU time from `earlier` to `self`.
+    pub(crate) fn since(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            sys_s: (self.sys_s - earlier.sys_s).max(0.0),
+        }
+    }
+
+    /// This CPU time divided by `n` (the time of one of `n` operations).
+    pub(crate) fn per(self, n: f64) -> CpuTime {
+        CpuTime {
+            user_s: self.user_s / n,
+            sys_s: self.sys_s / n,
+        }
+    }
+}
+
+/// The seconds of a `timeval`.
+pub(crate) fn timeval_s(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+fn rusage(who: libc::c_int) -> CpuTime {
+    // SAFETY: `rusage` is plain data for which all-zero bytes are a valid value, and
+    // `getrusage` only writes into the struct it is given, which lives for the call.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `who` is RUSAGE_SELF or RUSAGE_CHILDREN and `ru` is a valid, writable rusage.
+    let rc = unsafe { libc::getrusage(who, &mut ru) };
+    if rc != 0 {
+        return CpuTime::default();
+    }
+    CpuTime {
+        user_s: timeval_s(ru.ru_utime),
+        sys_s: timeval_s(ru.ru_stime),
+    }
+}
+
 /// Number of CPUs available to this process.
 pub(crate) fn nproc() -> usize {
     thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Short commit hash of the working directory's repository, or `"unknown"` (cached).
+/// The commit this binary was built from (`git rev-parse --short HEAD`, `-dirty` when tracked
+/// files differed from it, `unknown` without git), embedded by `build.rs`.
 pub(crate) fn commit() -> String {
-    static COMMIT: OnceLock<String> = OnceLock::new();
-    COMMIT.get_or_init(git_commit).clone()
-}
-
-fn git_commit() -> String {
-    Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
+    env!("ITO_BENCH_COMMIT").to_owned()
 }
 
 /// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`).

@@ -62,6 +62,8 @@ fn every_ito_style_prints_a_correct_json_line() {
             "tasks",
             "peak_threads",
             "rss_bytes",
+            "user_s",
+            "sys_s",
             "commit",
             "nproc",
         ] {
@@ -395,7 +397,13 @@ fn futures_read_concurrent_and_callbacks() {
         "--workers",
         "2",
     ]);
-    assert_eq!(recs.len(), 2 * 3);
+    // ito, shared, tokio (a pool task per callback each) and ito-inline (on_complete).
+    assert_eq!(recs.len(), 2 * 4);
+    let imps: Vec<&str> = recs[..4]
+        .iter()
+        .map(|r| r["impl"].as_str().unwrap())
+        .collect();
+    assert_eq!(imps, ["ito", "shared", "tokio", "ito-inline"]);
     for r in &recs {
         check_futures_record(r, "callbacks");
         assert_eq!(r["count"], 5);
@@ -565,5 +573,84 @@ fn pool_every_mode_and_impl_prints_a_line() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn find_par_finds_every_match_or_stops_at_the_first() {
+    let dir = std::env::temp_dir().join(format!("ito-bench-find-par-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tree = dir.join("tree");
+    let made = bench(&[
+        "find-tree",
+        "--dirs",
+        "300",
+        "--files",
+        "300",
+        "--seed",
+        "3",
+        "--out",
+        tree.to_str().unwrap(),
+    ]);
+    assert!(made.status.success());
+    // Two more files with the target's name, deeper down: three matches in all.
+    let mut deep: Vec<std::path::PathBuf> = std::fs::read_dir(&tree)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .take(2)
+        .collect();
+    deep.sort();
+    for d in &deep {
+        std::fs::write(d.join("ito-find-depth1-target"), "").unwrap();
+    }
+    for variant in ["unbounded", "sem"] {
+        let run = |extra: &[&str], name: &str| {
+            let mut args = vec!["find-par", "--variant", variant, "-j", "2"];
+            args.extend_from_slice(extra);
+            args.extend([name, tree.to_str().unwrap()]);
+            let out = bench(&args);
+            assert!(out.status.success(), "{variant} {extra:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        assert_eq!(run(&[], "ito-find-missing-name"), "", "{variant}");
+        let all = run(&[], "ito-find-depth1-target");
+        assert_eq!(all.lines().count(), 3, "{variant}: {all}");
+        assert!(all.lines().all(|l| l.ends_with("/ito-find-depth1-target")));
+        let first = run(&["--first"], "ito-find-depth1-target");
+        assert_eq!(first.lines().count(), 1, "{variant}: {first}");
+    }
+    assert_usage_error(&["find-par", "--variant", "bogus", "x", "."]);
+    assert_usage_error(&["find-par", "--variant", "sem", "-j", "0", "x", "."]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_experiment_prints_the_common_options_and_their_defaults() {
+    for cmd in [
+        &["fib"][..],
+        &["join"],
+        &["stm-bank"],
+        &["pool"],
+        &["chain"],
+        &["ping-pong"],
+        &["fan-in"],
+        &["futures", "or-alt"],
+        &["futures", "philosophers"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = bench(&args);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        for option in ["--impl", "--workers", "--repeat", "--timeout-s", "--record"] {
+            assert!(help.contains(option), "{cmd:?} --help lacks {option}");
+        }
+        let defaults = help.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+        assert!(
+            defaults.starts_with("Defaults: --impl "),
+            "{cmd:?}: {defaults}"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `ito-bench seeds`: the report generator on recorded results (a fixture from a real
 //! `--quick` run), and the JSON schema of every experiment's line (each subcommand run at a
-//! tiny size, its lines checked by `seeds --check`). The timeout path (a peer that never
+//! tiny size, its lines checked by `seeds --check`), and the README's seeds section against
+//! the recorded run it names. The timeout path (a peer that never
 //! ends, killed with its process group) is tested in `src/seeds/run.rs`.
 
 use std::collections::BTreeSet;
@@ -79,10 +80,10 @@ fn the_report_of_recorded_results() {
         ),
         ("## 001", "1M 4.34 s", &["chain.svg", "messaging.svg"]),
         ("## 002", "sequential 0.73 s", &["find.svg"]),
-        ("## 003", "async 680 runs/s", &["pool.svg"]),
+        ("## 003", "async 680/s", &["pool.svg"]),
         (
             "## 004",
-            "about 15% slower on sequential reads",
+            "up to ~ 0.2 ms faster",
             &["futures.svg", "stm-bank.svg"],
         ),
     ] {
@@ -102,42 +103,54 @@ fn the_report_of_recorded_results() {
     // 20 (timeouts), and the finer cutoffs were not run; ito completed everywhere.
     assert!(
         report.contains(
-            "| tokio wait | 0.013 | 0.024 | T/O | not run | not run | not run | not run |"
+            "| tokio wait | 0.013 (n=1) | 0.024 (n=1) | T/O | not run | not run | not run | not run |"
         ),
         "{report}"
     );
-    assert!(
-        report.contains(
-            "| scala await | 0.11 | 0.19 | T/O | not run | not run | not run | not run |"
-        )
-    );
+    assert!(report.contains(
+        "| scala await | 0.11 (n=1) | 0.19 (n=1) | T/O | not run | not run | not run | not run |"
+    ));
     assert!(report.contains("Every ito style completed at every cutoff: **yes**"));
     // The ratio at cutoff 30, recomputed from the fixture, and the failures, per peer.
     let (ito, tokio) = (
         fib_seconds(&recs, "ito", "wait", 30).unwrap(),
         fib_seconds(&recs, "tokio", "wait", 30).unwrap(),
     );
-    let row = format!("| tokio wait | 30: {}, ", ratio(ito / tokio));
+    // One run a cell: too few for a verdict.
+    let row = format!("| tokio wait | 30: {} too few runs, ", ratio(ito / tokio));
     assert!(report.contains(&row), "{row}");
     assert!(report.contains(
-        "20: peer failed, 15: peer failed, 10: peer failed, 5: peer failed, 2: peer failed"
+        "20: better (peer failed), 15: better (peer failed), 10: better (peer failed), \
+         5: better (peer failed), 2: better (peer failed)"
     ));
-    // The headline says for every experiment whether ito beat every peer.
+    // The headline counts the verdicts of every comparison, and lists every configuration
+    // where ito is not better (here, with one run a cell, every one both ran).
     assert!(report.contains("## Headline: ito against every peer"));
     for exp in [
         "chain: time",
         "chain: peak memory",
         "ping-pong",
         "fan-in",
-        "pool: 100 tasks",
-        "stm-bank",
+        "pool: 100 tasks, caller task",
     ] {
         assert!(
             report.contains(&format!("| {exp} | ito |")),
             "{exp} in the headline"
         );
     }
-    assert!(report.contains("ito beat every peer that ran: **"));
+    assert!(report.contains("### Every configuration where ito is not better ("));
+    assert!(
+        report.lines().any(|l| l.starts_with(
+            "| 000 | fib: blocking wait (ito wait, tokio block_in_place, Scala Await.result) \
+             | tokio wait | cutoff 30 | "
+        ) && l
+            .ends_with(&format!("| {} | too few runs |", ratio(ito / tokio)))),
+        "{report}"
+    );
+    assert!(!report.contains("geomean"));
+    // The fixture's stm-bank ran with the auditor: shown, but not compared.
+    assert!(report.contains("**stm-bank with the auditor: audits per second (not compared)**"));
+    assert!(!report.contains("| stm-bank | ito |"));
     // The plot marks the failures and labels its axes with units.
     let shows = |plot: &str, texts: &[&str]| {
         let svg = fs::read_to_string(out.join(plot)).unwrap();
@@ -456,4 +469,54 @@ fn every_experiments_lines_match_their_schema() {
     assert_eq!(check.status.code(), Some(1), "{text}");
     assert!(text.contains("missing field 'seconds'"), "{text}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// The decimal figures of a text (`0.88x`, `1.61`), each once.
+fn figures(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for word in text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'x')) {
+        let word = word.trim_matches('.');
+        let number = word.trim_end_matches('x');
+        let decimal = number.split_once('.').is_some_and(|(i, f)| {
+            !i.is_empty()
+                && !f.is_empty()
+                && i.bytes().all(|b| b.is_ascii_digit())
+                && f.bytes().all(|b| b.is_ascii_digit())
+        });
+        if decimal {
+            out.insert(word.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_seeds_section_comes_from_the_recorded_run_it_names() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("## Measured: every document")
+        .expect("the README has the seeds section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let dir = section
+        .split("bench/results/")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the section names its recorded run");
+    let run = root.join("bench/results").join(dir);
+    let report = fs::read_to_string(run.join("report.md")).unwrap();
+    let results = fs::read_to_string(run.join("results.jsonl")).unwrap();
+    // Every row of its tables is a row of that run's report.
+    for row in section.lines().filter(|l| l.starts_with("| 0")) {
+        assert!(report.contains(row), "not in {dir}/report.md: {row}");
+    }
+    // Every decimal figure is in that run's report or results.
+    for figure in figures(section) {
+        let bare = figure.trim_end_matches('x');
+        assert!(
+            report.contains(&figure) || results.contains(bare),
+            "{figure} is in neither {dir}/report.md nor {dir}/results.jsonl"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use crate::measure;
 /// The machine and the moment of a run.
 #[derive(Clone, Debug)]
 pub(crate) struct Environment {
-    /// `git rev-parse --short HEAD`, or `unknown`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     pub(crate) commit: String,
     /// CPUs available to the process.
     pub(crate) nproc: usize,

@@ -1,11 +1,11 @@
 //! `ito-bench seeds`: every experiment of the five source documents
-//! (`shared/design/experiments.md`) in one command, against their peers, with plots and a
+//! (indexed in `bench/seeds.md`) in one command, against their peers, with plots and a
 //! report.
 //!
 //! ```text
 //! ito-bench seeds [--quick | --smoke] [--out DIR] [--peers all|built|none] [--only 000,...]
-//!                 [--ito-find PATH] [--dry-run]
-//! ito-bench seeds --from DIR/results.jsonl [--out DIR]     # re-render CSV, plots, report
+//!                 [--ito-find PATH] [--dry-run] [--compare OLD/results.jsonl]
+//! ito-bench seeds --from DIR/results.jsonl [--out DIR] [--compare OLD/results.jsonl]
 //! ```
 //!
 //! The steps ([`plan`]) run one at a time, each as a child process in its own process group
@@ -22,10 +22,13 @@
 //! ([`collect`]), and appended to `DIR/results.jsonl` as it comes. At the end: one CSV per
 //! experiment ([`csv`]), one SVG plot per experiment ([`plot`]) and `DIR/report.md`
 //! ([`report`]): for each document, what it measured, its published figures
-//! ([`published`]), ours beside them, the ratio to each peer and whether ito beat every peer.
+//! ([`published`]), ours beside them (each cell's median, interquartile range and run count,
+//! wall time and CPU time), the ratio to each peer and the verdict at each configuration
+//! ([`analysis`]); with `--compare`, the verdicts that differ from a recorded run's
+//! ([`compare`]). `docs/benchmarks.md` says how a verdict is reached.
 //!
-//! `--quick` finishes in under 3 minutes on a 2-core machine; `--smoke` takes seconds (CI);
-//! the default (full) sizes about 10 minutes (608 s measured on 2 loaded cores). `--peers built` never builds a peer (no
+//! `--quick` is meant to finish in under 3 minutes on a 2-core machine, the full run in under
+//! 15; `--smoke` takes seconds (CI). `--peers built` never builds a peer (no
 //! download: the Scala peer needs Maven Central the first time), `--peers none` runs none.
 //! Exit status: 0 when every ito measurement succeeded (peers may fail: that is what some
 //! documents show), 1 when one did not or the output could not be written, 2 for bad
@@ -33,6 +36,7 @@
 
 mod analysis;
 mod collect;
+mod compare;
 mod csv;
 mod plan;
 mod plot;
@@ -95,6 +99,11 @@ pub(crate) struct SeedsArgs {
     /// Run nothing: write the CSVs, plots and report of a recorded results.jsonl.
     #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find"])]
     from: Option<PathBuf>,
+    /// Compare every verdict with those of a recorded run's results.jsonl: the report lists
+    /// the configurations whose verdicts differ [default for a quick or full run: the last
+    /// one recorded in bench/results at the same size].
+    #[arg(long, conflicts_with_all = ["dry_run"])]
+    compare: Option<PathBuf>,
     /// Run nothing: check every JSON line of a file (records of any ito-bench experiment)
     /// against its experiment's schema; exit status 1 if one does not match.
     #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find", "from", "out"])]
@@ -115,7 +124,7 @@ pub(crate) enum PeerPolicy {
 /// `ito-bench seeds`.
 pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     if let Some(from) = &args.from {
-        return render_command(from, args.out.as_deref());
+        return render_command(from, args.out.as_deref(), args.compare.as_deref());
     }
     if let Some(file) = &args.check {
         return check_command(file);
@@ -145,12 +154,17 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
             .join(format!("{}-{}{suffix}", env.day(), env.commit))
     });
     let scratch = scratch_dir();
+    // The workspace's build directory: on disk wherever the checkout is.
+    let disk_scratch = root
+        .join("target")
+        .join(format!("ito-seeds-{}", std::process::id()));
     let plan = Plan::build(&plan::Config {
         size,
         peers: args.peers,
         only: args.only.clone(),
         root: root.clone(),
         scratch: scratch.clone(),
+        disk_scratch: disk_scratch.clone(),
         ito_find: args.ito_find.clone(),
     });
     if args.dry_run {
@@ -160,7 +174,16 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     if let Err(e) = fs::create_dir_all(out.join("logs")) {
         return crate::usage_error(&format!("cannot create {}: {e}", out.display()));
     }
-    let code = match run_plan(&plan, &env, &out, args.peers) {
+    // Without --compare, a quick or full run is compared with the last one recorded at its
+    // size, so that a verdict that flipped since is flagged.
+    let compare = args.compare.clone().or_else(|| match size {
+        Size::Smoke => None,
+        _ => last_recorded(&root.join("bench/results"), size, &out),
+    });
+    if let Some(p) = &compare {
+        eprintln!("seeds: verdicts compared with {}", p.display());
+    }
+    let code = match run_plan(&plan, &env, &out, args.peers, compare.as_deref()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ito-bench seeds: {e}");
@@ -168,7 +191,30 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
         }
     };
     let _ = fs::remove_dir_all(&scratch);
+    let _ = fs::remove_dir_all(&disk_scratch);
     code
+}
+
+/// The results.jsonl of the newest run recorded in `results` at `size` (a directory named
+/// `<date>-<commit>` for a full run, `<date>-<commit>-quick` for a quick one), other than `out`.
+fn last_recorded(results: &Path, size: Size, out: &Path) -> Option<PathBuf> {
+    let quick = size == Size::Quick;
+    fs::read_dir(results)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| dir != out && dir.join("results.jsonl").is_file())
+        .filter(|dir| {
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            let is_quick = name.ends_with("-quick");
+            is_quick == quick && !name.ends_with("-smoke")
+        })
+        .max_by_key(|dir| {
+            fs::metadata(dir.join("results.jsonl"))
+                .and_then(|m| m.modified())
+                .ok()
+        })
+        .map(|dir| dir.join("results.jsonl"))
 }
 
 /// Where the find tree goes: tmpfs (`/dev/shm`) where there is one, because making and
@@ -194,6 +240,7 @@ fn run_plan(
     env: &Environment,
     out: &Path,
     peers: PeerPolicy,
+    compare: Option<&Path>,
 ) -> Result<ExitCode, String> {
     let results_path = out.join("results.jsonl");
     let mut results = fs::File::create(&results_path)
@@ -237,7 +284,7 @@ fn run_plan(
         out.display()
     );
     write_steps(&steps, elapsed.as_secs_f64(), out)?;
-    render(&all, out, Some((&steps, elapsed.as_secs_f64())))?;
+    render(&all, out, Some((&steps, elapsed.as_secs_f64())), compare)?;
     eprintln!("seeds: report: {}", out.join("report.md").display());
     let ito_failed: Vec<&StepSummary> = steps.iter().filter(|s| s.ito_failed).collect();
     if ito_failed.is_empty() {
@@ -362,27 +409,11 @@ fn read_steps(results: &Path) -> Option<(Vec<StepSummary>, f64)> {
 
 /// `--from`: reads a results.jsonl and writes the CSVs, plots and report beside it (or to
 /// `out`).
-fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
-    let text = match fs::read_to_string(from) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&format!("cannot read {}: {e}", from.display())),
+fn render_command(from: &Path, out: Option<&Path>, compare: Option<&Path>) -> ExitCode {
+    let records = match read_results(from) {
+        Ok(r) => r,
+        Err(e) => return crate::usage_error(&e),
     };
-    let mut records = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) if v.is_object() => records.push(v),
-            _ => {
-                return crate::usage_error(&format!(
-                    "{}:{}: not a JSON object",
-                    from.display(),
-                    i + 1
-                ));
-            }
-        }
-    }
     let out = out
         .map(Path::to_path_buf)
         .or_else(|| from.parent().map(Path::to_path_buf))
@@ -395,6 +426,7 @@ fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
         &records,
         &out,
         steps.as_ref().map(|(s, t)| (s.as_slice(), *t)),
+        compare,
     ) {
         Ok(()) => {
             eprintln!("seeds: report: {}", out.join("report.md").display());
@@ -407,16 +439,82 @@ fn render_command(from: &Path, out: Option<&Path>) -> ExitCode {
     }
 }
 
-/// Writes the CSVs, the plots and the report of `records` to `out`.
+/// The records of a results.jsonl; the error is a one-line message.
+fn read_results(path: &Path) -> Result<Vec<Value>, String> {
+    let text =
+        fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) if v.is_object() => records.push(v),
+            _ => return Err(format!("{}:{}: not a JSON object", path.display(), i + 1)),
+        }
+    }
+    Ok(records)
+}
+
+/// Writes the CSVs, the plots and the report of `records` to `out`; with `compare`, the
+/// report also lists the verdicts that differ from that recorded run's.
 fn render(
     records: &[Value],
     out: &Path,
     steps: Option<(&[StepSummary], f64)>,
+    compare: Option<&Path>,
 ) -> Result<(), String> {
     csv::write_all(records, out)?;
     let analysis = analysis::Analysis::of(records);
+    let before = match compare {
+        Some(p) => Some((
+            p.display().to_string(),
+            analysis::Analysis::of(&read_results(p)?),
+        )),
+        None => None,
+    };
     let plots = plot::draw_all(records, &analysis, out)?;
-    let md = report::render(records, &analysis, &plots, steps);
+    let md = report::render(
+        records,
+        &analysis,
+        &plots,
+        steps,
+        before.as_ref().map(|(p, a)| (p.as_str(), a)),
+    );
     let path = out.join("report.md");
     fs::write(&path, md).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_recorded_run_is_of_the_same_size_and_not_this_one() {
+        let results = std::env::temp_dir().join(format!("ito-seeds-last-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&results);
+        for dir in [
+            "2026-01-01-aaa",
+            "2026-01-02-bbb-quick",
+            "2026-01-03-ccc-smoke",
+            "empty",
+        ] {
+            fs::create_dir_all(results.join(dir)).unwrap();
+            if dir != "empty" {
+                fs::write(results.join(dir).join("results.jsonl"), "").unwrap();
+            }
+        }
+        let out = results.join("2026-01-04-ddd");
+        assert_eq!(
+            last_recorded(&results, Size::Full, &out),
+            Some(results.join("2026-01-01-aaa/results.jsonl"))
+        );
+        assert_eq!(
+            last_recorded(&results, Size::Quick, &out),
+            Some(results.join("2026-01-02-bbb-quick/results.jsonl"))
+        );
+        let this = results.join("2026-01-01-aaa");
+        assert_eq!(last_recorded(&results, Size::Full, &this), None);
+        let _ = fs::remove_dir_all(&results);
+    }
 }

@@ -128,7 +128,11 @@ pub(crate) fn draw_all(
         "futures and promises: document 004's benchmarks",
         panels(&fut, &out.join("futures.svg"), Kind::Lines, true),
     )?;
-    let bank: Vec<&Group> = a.group("stm-bank").into_iter().collect();
+    let bank: Vec<&Group> = a
+        .groups
+        .iter()
+        .filter(|g| g.name.starts_with("stm-bank"))
+        .collect();
     add(
         Doc::D004,
         "stm-bank.svg",

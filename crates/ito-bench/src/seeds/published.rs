@@ -1,6 +1,7 @@
-//! What each source document measured and the figures it published, with the peers' figures
-//! measured on this project's 2-core development machine (from
-//! `shared/design/experiments.md`): the text the report puts beside our measurements.
+//! What each source document (indexed in `bench/seeds.md`) measured and the figures its own
+//! text gives: the text the report puts beside our measurements. Every figure here is in the
+//! document's text (a talk that gives only plots and words is quoted in its words); what the
+//! peers did on this machine comes from the run, never from here.
 
 use super::plan::Doc;
 
@@ -10,10 +11,8 @@ pub(crate) struct Published {
     pub(crate) title: &'static str,
     /// What it measured.
     pub(crate) measured: &'static str,
-    /// Its published figures (the document's machine).
+    /// Its published figures (the document's machine), as its text gives them.
     pub(crate) figures: &'static str,
-    /// The anchor figures measured here (the peers on the 2-core development machine).
-    pub(crate) here: &'static str,
     /// What ito must show.
     pub(crate) target: &'static str,
 }
@@ -28,13 +27,13 @@ pub(crate) fn of(doc: Doc) -> Published {
                 `sfib`; the cutoff is swept (smaller: more, finer tasks) and the plot shows \
                 computations per second for two ways to use a dependency's result: callbacks \
                 (`map`/`flatMap`: the worker is released) and blocking (`Await.result`: the \
-                worker waits; the pool adds up to about 256 compensation threads, then \
+                worker waits; the pool adds compensation threads up to a limit, then \
                 deadlocks).",
-            figures: "Scala 2.12, 4-core MacBook Pro: map/flatMap stays flat from th=35 down to \
-                about 20; Await.result peaks at 37, degrades as tasks multiply, and deadlocks \
-                (no result, a skull on the plot) from th=31 down.",
-            here: "Scala 2.13, JDK 17: map/flatMap 1.45 s at th=30, 4.2 s at th=25, and at th=20 \
-                the JVM died creating threads; Await.result could not complete.",
+            figures: "Scala 2.12.0, JDK 1.8.0_60, a 4-core (8-thread) 2.6 GHz Core i7 MacBook \
+                Pro, fib(42): map/flatMap performs steadily from th=35 down to about 20; \
+                Await.result peaks at 37, degrades gradually as tasks multiply, and deadlocks \
+                (no result, a skull on the plot) from th=31 down, the pool having reached its \
+                thread limit (a little over 250 threads on that machine).",
             target: "every style (combinators, blocking `wait()`, `async`/`.await`, fork-join \
                 `join`) completes at every cutoff from 40 down to 2, with no deadlock and no \
                 thread explosion, and the blocking style costs about the same as the callback \
@@ -45,12 +44,10 @@ pub(crate) fn of(doc: Doc) -> Published {
             measured: "N lightweight processes in a chain: each waits for a number in its \
                 mailbox and sends number+1 to the next; the last reply goes to the caller. \
                 Time and memory against N.",
-            figures: "Elixir (4 cores): 10k 62 ms, 40k 156 ms, 100k 438 ms, 400k 1.61 s, \
-                1M 4.34 s (needs `+P`); Squeak 40k 382 ms, 400k 3.5 s, crashes at 700k; Ruby \
-                Fiber 40k 23 s, fails above 50k.",
-            here: "1M processes: Elixir 1.14 5.0 s and 2.7 GB; Go goroutines + channels 3.5 s \
-                and 2.8 GB; tokio (current-thread, oneshot) 0.74 s and 440 MB; tokio \
-                multi-thread 1.4 s.",
+            figures: "Elixir 1.3.1 on Erlang/OTP 19 (4 schedulers): 10k 62 ms, 40k 156 ms, \
+                100k 438 ms, 400k 1.61 s, 1M 4.34 s (400k and up need `+P 1000000`); Squeak \
+                5.0: 40k 382 ms, 400k 3.53 s, and the VM crashes at 700k; Ruby 2.4.0dev \
+                Fiber: 40k 23 s, and an error from 50k on.",
             target: "1M and 10M process chains, time and peak memory per process.",
         },
         Doc::D002 => Published {
@@ -58,11 +55,11 @@ pub(crate) fn of(doc: Doc) -> Published {
             measured: "a recursive search for a file name: sequential; one thread per \
                 subdirectory (`withAsync`, the first match cancels the rest); bounded by a \
                 non-blocking semaphore; the `ParIO` monad.",
-            figures: "a 66,000-entry tree (35,000 directories), a name that does not exist: \
-                sequential 0.73 s; one thread per directory 1.01 s on 1 core, 0.55 s on 2, \
-                0.29 s on 4 with 14x the memory; bounded by the semaphore 0.29 s and 5 MB; \
-                ParIO 0.25 s.",
-            here: "(no Haskell peer here; the peers are GNU find and fd on the same tree)",
+            figures: "GHC's `+RTS -s`, a home directory of 66,000 entries (35,000 directories), \
+                a name that does not exist, elapsed: sequential 0.73 s (2 MB in use); one \
+                thread per directory 1.01 s on 1 core (28 MB: 14x the memory), 0.55 s on 2, \
+                0.29 s on 4; bounded by a non-blocking semaphore 0.29 s on 4 (5 MB), with an \
+                IORef counter 0.25 s (6 MB); ParIO 0.25 s (6 MB).",
             target: "a real `find` tool with first-match cancellation and bounded parallelism, \
                 faster than GNU find and as fast as `fd` on the same tree.",
         },
@@ -73,10 +70,12 @@ pub(crate) fn of(doc: Doc) -> Published {
                 workers reading closures from a bounded channel: 100 tasks that each `up` a \
                 counting semaphore while the caller waits for all; 10,000 tasks and the \
                 resident memory; the same with a 1 ms sleep in each task.",
-            figures: "async 680 runs/s, async_pool 565/s, limited pool 1538/s; RSS 9.2 MB \
-                (async), 2.3 MB (limited); with a 1 ms sleep: async 388/s, pool(8) 292/s, \
-                pool(50) 617/s, channel pool 592/s.",
-            here: "(Perl Coro is not a peer here; the peer is tokio doing the same)",
+            figures: "Perl Coro, `Benchmark::cmpthese`, 100 tasks: async 680/s, async_pool \
+                565/s; async 685/s against async_pool limited by a semaphore (8 running) \
+                1538/s; resident memory after 10,000 tasks (`ps -o rss`): async 9240 KB, \
+                async_pool 9964 KB, limited 2280 KB, channel pool 2304 KB; with a 1 ms sleep in \
+                each task: async 388/s, limited pool of 8 292/s, of 50 617/s, channel pool \
+                592/s.",
             target: "spawn, pooled and bounded execution, semaphores and channels, with the same \
                 experiments, and memory that stays flat as tasks grow.",
         },
@@ -89,12 +88,16 @@ pub(crate) fn of(doc: Doc) -> Published {
                 500+x us busy-waits and the accuracy of which one wins; 10..100 callbacks on \
                 a future completing at once or after 1 ms; dining philosophers with \
                 `multiTrySuccess`.",
-            figures: "the STM version is competitive with the native one after optimization, \
-                about 15% slower on sequential reads, and lost first-completed accuracy before \
-                optimization (native about 90% correct).",
-            here: "(the peers are futures-rs `Shared` oneshots, tokio oneshots, and for the \
-                philosophers try-locked mutexes; the STM bank compares ito::stm with the `stm` \
-                crate and per-account mutexes)",
+            figures: "ScalaMeter on a 64-core server; the talk gives plots and words, no \
+                table. orAlt: the first STM version \"by far slower\", the optimized one \"as \
+                fast as the native ones\". Sequential reads (completion delayed 1 ms): native \
+                \"up to ~ 0.2 ms faster\" and \"nearly constant\", the STM API \"linear\". \
+                Concurrent reads: a thread pool \"more than 2 times faster\", native \
+                \"slightly faster due the overhead of STM\". First completed: the unoptimized \
+                version \"has a bad accuracy especially with much Futures\", native \"nearly \
+                always better\", the optimized version \"nearly equal\". Callbacks: native \
+                \"again the fastest\", the optimized version equivalent when the completion is \
+                delayed.",
             target: "futures and promises that are transactional (readable and completable \
                 inside `atomically`) and still as fast as a plain lock-free promise on the fast \
                 path.",

@@ -1,16 +1,18 @@
-//! `report.md`: the run, a headline table (ito against every peer), then for each document
-//! what it measured, its published figures, ours beside them, the ratio to each peer, whether
-//! ito beat every peer, and the plots.
+//! `report.md`: the run, a headline (every configuration where ito is not better than a
+//! peer), then for each document what it measured, its published figures, ours beside them
+//! (median, interquartile range and run count of every cell), the ratio to each peer and the
+//! verdict at each configuration, and the plots.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
 use super::StepSummary;
-use super::analysis::{Analysis, Cell, Comparison, FIB_ALL, Group, is_measured, num, str_of};
+use super::analysis::verdict::{self, Verdict};
+use super::analysis::{Analysis, Cell, FIB_ALL, Group, is_measured, num, str_of};
 use super::plan::Doc;
 use super::plot::{PlotFile, format_num};
-use super::published;
+use super::{compare, published};
 
 /// The report of `records`; `steps` (with the run's seconds) when they were just run.
 pub(crate) fn render(
@@ -18,20 +20,30 @@ pub(crate) fn render(
     a: &Analysis,
     plots: &[PlotFile],
     steps: Option<(&[StepSummary], f64)>,
+    compare: Option<(&str, &Analysis)>,
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# ito-bench seeds: the five documents' experiments\n");
     run_header(&mut md, records, steps.map(|s| s.1));
     let _ = writeln!(
         md,
-        "Ratios are ito's cost over the peer's (time, or the inverse of a throughput or an \
-         accuracy): **below 1, ito is better**. A cell is the median of its runs. *T/O*: no \
-         result within the timeout; *failed*: a crash or a wrong result; *not run*: a coarser \
-         cutoff of the same series had already failed (as in document 000's plot); *skipped*: \
-         the peer's toolchain is not installed. This machine is shared and noisy: compare \
-         within this run only.\n"
+        "A cell is the median of its runs, with the interquartile range (first to third \
+         quartile) and the run count: `median (q1-q3, n=runs)`. Ratios are ito's median cost \
+         over the peer's (time, or the inverse of a throughput or an accuracy): below 1, ito \
+         is cheaper. The verdict at a configuration is *better* or *worse* only where the two \
+         interquartile ranges do not overlap, *tie* where they do, and *too few runs* where a \
+         cell has fewer than {} runs ({} for runs over {} s). *T/O*: no result within the \
+         timeout; *failed*: a crash or a wrong result; *not run*: a coarser cutoff of the same \
+         series had already failed (as in document 000's plot); *skipped*: the peer's \
+         toolchain is not installed. Compare within this run only.\n",
+        verdict::MIN_RUNS,
+        verdict::MIN_RUNS_LONG,
+        verdict::LONG_RUN_S
     );
     headline(&mut md, a);
+    if let Some((path, before)) = compare {
+        compare::section(&mut md, path, a, before);
+    }
     for doc in Doc::ALL {
         document(&mut md, doc, a, plots, records);
     }
@@ -97,43 +109,71 @@ fn ratio(r: f64) -> String {
     format!("{r:.p$}x")
 }
 
-/// The verdict of a comparison.
-fn verdict(c: &Comparison) -> String {
-    match (c.beat(), &c.skipped) {
-        (_, Some(why)) => format!("n/a (peer skipped: {why})"),
-        (Some(true), _) => "**yes**".to_owned(),
-        (Some(false), _) => "no".to_owned(),
-        (None, _) => "n/a (nothing to compare)".to_owned(),
-    }
-}
-
+/// The headline: for each comparison, at how many configurations ito is better, worse,
+/// tied; then every configuration where ito is not better.
 fn headline(md: &mut String, a: &Analysis) {
     let _ = writeln!(
         md,
-        "## Headline: ito against every peer\n\n| doc | experiment | ito | peer | ito/peer \
-         (geomean) | range | peer failed at | ito beat it? |\n|---|---|---|---|---|---|---|---|"
+        "## Headline: ito against every peer\n\n| doc | experiment | ito | peer | better | \
+         worse | tie | too few runs |\n|---|---|---|---|---|---|---|---|"
     );
+    let mut not_better = Vec::new();
     for g in &a.groups {
         let Some(ito) = &g.ito else { continue };
         for c in g.comparisons() {
-            let range = c.range().map_or("-".to_owned(), |(lo, hi)| {
-                format!("{} to {}", ratio(lo), ratio(hi))
-            });
-            let failed = if c.peer_failed.is_empty() {
-                "-".to_owned()
-            } else {
-                format!("{} {}", g.config_name, c.peer_failed.join(", "))
-            };
+            if let Some(why) = &c.skipped {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {ito} | {} | peer skipped: {why} | | | |",
+                    g.doc.id(),
+                    g.name,
+                    c.peer
+                );
+                continue;
+            }
+            let better = c.count(Verdict::Better) + c.count(Verdict::PeerFailed);
+            let worse = c.count(Verdict::Worse) + c.count(Verdict::ItoFailed);
             let _ = writeln!(
                 md,
-                "| {} | {} | {ito} | {} | {} | {range} | {failed} | {} |",
+                "| {} | {} | {ito} | {} | {better} | {worse} | {} | {} |",
                 g.doc.id(),
                 g.name,
                 c.peer,
-                c.geomean().map_or("-".to_owned(), ratio),
-                verdict(&c)
+                c.count(Verdict::Tie),
+                c.count(Verdict::FewRuns)
             );
+            for v in c.not_better() {
+                not_better.push(format!(
+                    "| {} | {} | {} | {} {} | {} | {} | {} | {} |",
+                    g.doc.id(),
+                    g.name,
+                    c.peer,
+                    g.config_name,
+                    v.config,
+                    cell_text(g.cell(ito, &v.config)),
+                    cell_text(g.cell(&c.peer, &v.config)),
+                    v.ratio.map_or("-".to_owned(), ratio),
+                    v.verdict.word()
+                ));
+            }
         }
+    }
+    let _ = writeln!(
+        md,
+        "\n### Every configuration where ito is not better ({})\n",
+        not_better.len()
+    );
+    if not_better.is_empty() {
+        let _ = writeln!(md, "None.\n");
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "| doc | experiment | peer | configuration | ito | peer | ito/peer | verdict |\n\
+         |---|---|---|---|---|---|---|---|"
+    );
+    for row in not_better {
+        let _ = writeln!(md, "{row}");
     }
     md.push('\n');
 }
@@ -141,7 +181,14 @@ fn headline(md: &mut String, a: &Analysis) {
 /// A cell as text.
 fn cell_text(c: &Cell) -> String {
     match c {
-        Cell::Value { value, .. } => format_num(*value),
+        Cell::Value(s) if s.runs == 1 => format!("{} (n=1)", format_num(s.median)),
+        Cell::Value(s) => format!(
+            "{} ({}-{}, n={})",
+            format_num(s.median),
+            format_num(s.q1),
+            format_num(s.q3),
+            s.runs
+        ),
         Cell::Failed(e) if e.contains("timeout") => "T/O".to_owned(),
         Cell::Failed(_) => "failed".to_owned(),
         Cell::NotRun => "not run".to_owned(),
@@ -206,7 +253,7 @@ fn table(md: &mut String, g: &Group) {
     md.push('\n');
 }
 
-/// A group's comparisons: per peer, the ratio at each configuration and the verdict.
+/// A group's comparisons: per peer, the ratio and the verdict at each configuration.
 fn comparisons(md: &mut String, g: &Group) {
     let cs = g.comparisons();
     if cs.is_empty() {
@@ -215,45 +262,26 @@ fn comparisons(md: &mut String, g: &Group) {
     let ito = g.ito.as_deref().unwrap_or("ito");
     let _ = writeln!(
         md,
-        "| {ito} / peer | {} | geomean | ito beat it? |\n|---|---|---|---|",
+        "| {ito} / peer | {}: ratio, verdict |\n|---|---|",
         g.config_name
     );
     for c in &cs {
-        let mut per: Vec<String> = c
-            .ratios
+        let per: Vec<String> = c
+            .configs
             .iter()
-            .map(|(cfg, r)| format!("{cfg}: {}", ratio(*r)))
+            .map(|v| match v.ratio {
+                Some(r) => format!("{}: {} {}", v.config, ratio(r), v.verdict.word()),
+                None => format!("{}: {}", v.config, v.verdict.word()),
+            })
             .collect();
-        per.extend(
-            c.peer_failed
-                .iter()
-                .map(|cfg| format!("{cfg}: peer failed")),
-        );
-        per.extend(c.ito_failed.iter().map(|cfg| format!("{cfg}: ito failed")));
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} |",
-            c.peer,
-            if per.is_empty() {
-                "-".to_owned()
-            } else {
-                per.join(", ")
-            },
-            c.geomean().map_or("-".to_owned(), ratio),
-            verdict(c)
-        );
+        let text = match (&c.skipped, per.is_empty()) {
+            (Some(why), _) => format!("peer skipped: {why}"),
+            (None, true) => "-".to_owned(),
+            (None, false) => per.join(", "),
+        };
+        let _ = writeln!(md, "| {} | {text} |", c.peer);
     }
-    let all: Vec<Option<bool>> = cs
-        .iter()
-        .filter(|c| c.skipped.is_none())
-        .map(Comparison::beat)
-        .collect();
-    let beat_all = !all.is_empty() && all.iter().all(|b| *b == Some(true));
-    let _ = writeln!(
-        md,
-        "\nito beat every peer that ran: **{}**.\n",
-        if beat_all { "yes" } else { "no" }
-    );
+    md.push('\n');
 }
 
 fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records: &[Value]) {
@@ -263,8 +291,8 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     let _ = writeln!(md, "- **Published.** {}", p.figures);
     let _ = writeln!(
         md,
-        "- **Peers measured on the development machine.** {}",
-        p.here
+        "- **Peers measured in this run.** {}",
+        peers_measured(doc, a)
     );
     let _ = writeln!(md, "- **What ito must show.** {}\n", p.target);
     let groups: Vec<&Group> = a.groups.iter().filter(|g| g.doc == doc).collect();
@@ -274,15 +302,21 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     }
     let _ = writeln!(md, "### Ours\n");
     for g in &groups {
-        // The fib pairs repeat the every-style table's rows: only their comparisons.
-        if !(doc == Doc::D000 && g.name.starts_with("fib: ") && g.name != FIB_ALL) {
+        // A fib pair repeats rows of a table of every style (same metric, no comparison):
+        // only its comparisons.
+        let repeated = g.name.starts_with("fib: ")
+            && g.ito.is_some()
+            && groups
+                .iter()
+                .any(|o| o.name.starts_with("fib: ") && o.ito.is_none() && o.metric == g.metric);
+        if !repeated {
             table(md, g);
         }
         if g.name == FIB_ALL {
             fib_notes(md, g, records);
         }
         if g.ito.is_some() {
-            if doc == Doc::D000 && g.name.starts_with("fib: ") {
+            if repeated {
                 let _ = writeln!(md, "**{}**\n", g.name);
             }
             comparisons(md, g);
@@ -291,6 +325,30 @@ fn document(md: &mut String, doc: Doc, a: &Analysis, plots: &[PlotFile], records
     doc_notes(md, doc, records);
     for plot in plots.iter().filter(|p| p.doc == doc) {
         let _ = writeln!(md, "![{}]({})\n", plot.title, plot.file);
+    }
+}
+
+/// The peers of `doc`'s comparisons that have at least one measured cell in this run.
+fn peers_measured(doc: Doc, a: &Analysis) -> String {
+    let mut peers: Vec<&str> = Vec::new();
+    for g in a.groups.iter().filter(|g| g.doc == doc) {
+        for c in g.comparisons() {
+            let measured = g
+                .configs
+                .iter()
+                .any(|cfg| g.cell(&c.peer, cfg).value().is_some());
+            if measured && !peers.iter().any(|p| *p == c.peer) {
+                peers.push(g.series.iter().find(|s| **s == c.peer).map_or("", |s| s));
+            }
+        }
+    }
+    if peers.is_empty() {
+        "none (see the tables: skipped or failed)".to_owned()
+    } else {
+        format!(
+            "{} (their figures are in the tables below).",
+            peers.join(", ")
+        )
     }
 }
 
@@ -325,15 +383,33 @@ fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
         peak("tokio").map_or("-".to_owned(), |p| p.to_string()),
         peak("scala").map_or("-".to_owned(), |p| p.to_string()),
     );
-    if let Some(seq) = records.iter().find(|r| {
-        str_of(r, "experiment") == Some("fib") && str_of(r, "impl") == Some("seq") && is_measured(r)
-    }) {
-        let _ = writeln!(
-            md,
-            "The sequential fib({}) took {} s.\n",
-            seq.get("n").and_then(Value::as_u64).unwrap_or(0),
-            num(seq, "seconds").map_or("-".to_owned(), format_num)
-        );
+    // The sequential baselines: Rust's plain recursion (`seq`) and Scala's `sfib`.
+    let seq = |imp: &str| {
+        let runs: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                str_of(r, "experiment") == Some("fib")
+                    && str_of(r, "impl") == Some(imp)
+                    && str_of(r, "style") == Some("seq")
+                    && is_measured(r)
+            })
+            .collect();
+        let seconds: Vec<f64> = runs.iter().filter_map(|r| num(r, "seconds")).collect();
+        let n = runs
+            .first()
+            .and_then(|r| r.get("n"))
+            .and_then(Value::as_u64);
+        Some((n?, verdict::Spread::of(&seconds, false)?))
+    };
+    for (imp, language) in [("seq", "Rust"), ("scala", "Scala")] {
+        if let Some((n, s)) = seq(imp) {
+            let _ = writeln!(
+                md,
+                "{language}'s sequential fib({n}), the plain recursion (the baseline of \
+                 \"x sequential\"): {} s.\n",
+                cell_text(&Cell::Value(s))
+            );
+        }
     }
 }
 

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::PeerPolicy;
+use super::analysis::is_measured;
 use super::plan::{Parse, Program, Step};
+use crate::measure::CpuTime;
 
 /// How a step ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,6 +63,8 @@ pub(crate) struct ChildRun {
     pub(crate) status: Option<ExitStatus>,
     /// Wall-clock seconds.
     pub(crate) seconds: f64,
+    /// CPU time of the child and of the descendants it waited for.
+    pub(crate) cpu: CpuTime,
 }
 
 /// How long the output is waited for once the child has ended and its group is killed.
@@ -86,6 +90,9 @@ pub(crate) fn run_child(
     for (k, v) in envs {
         cmd.env(k, v);
     }
+    // Steps run one at a time, and nothing else this process waits for runs meanwhile: the
+    // growth of its children's CPU time is this child's.
+    let cpu_before = CpuTime::of_children();
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let pgid = child.id() as i32;
@@ -135,6 +142,7 @@ pub(crate) fn run_child(
         stdout,
         status,
         seconds,
+        cpu: CpuTime::of_children().since(cpu_before),
     })
 }
 
@@ -270,7 +278,16 @@ impl Runner {
                 None => format!("{st}"),
             }),
         };
-        interpret(step, &run.stdout, outcome, run.seconds)
+        let mut res = interpret(step, &run.stdout, outcome, run.seconds);
+        // A peer's process that printed one measurement and no CPU time of its own (the
+        // Scala fib): the process's CPU time is that measurement's (the JVM's start included).
+        if let [rec] = &mut res.records[..] {
+            if rec.get("user_s").is_none() && is_measured(rec) {
+                rec["user_s"] = Value::from(run.cpu.user_s);
+                rec["sys_s"] = Value::from(run.cpu.sys_s);
+            }
+        }
+        res
     }
 
     fn failure(&self, step: &Step, why: String, seconds: f64) -> StepResult {

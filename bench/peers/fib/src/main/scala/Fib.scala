@@ -5,12 +5,15 @@
 //                          with map/flatMap (a for expression) and the worker is released;
 //   Fib await N CUTOFF     its second: the task blocks in Await.result on both children; the
 //                          global pool adds compensation threads (up to
-//                          scala.concurrent.context.maxExtraThreads, 256), then deadlocks.
+//                          scala.concurrent.context.maxExtraThreads, 256), then deadlocks;
+//   Fib seq N CUTOFF       the sequential sfib(N) alone (CUTOFF is ignored): the baseline
+//                          that the styles' times are divided by to compare languages.
 //
 // Prints one JSON line: {"result":R,"seconds":S,"rss_bytes":B,"peak_threads":T}, seconds
-// from the first fork to the result (after a sequential warm-up of sfib), rss_bytes the
-// peak resident set (VmHWM), peak_threads the JVM's peak live thread count. A deadlocked
-// run prints nothing: the caller's timeout ends it.
+// from the first fork to the result, rss_bytes the peak resident set (VmHWM), peak_threads
+// the JVM's peak live thread count. Before the clock starts, the JIT is warmed on the whole
+// path the run takes: sfib, and for a style its futures, callbacks and Await on a small fib
+// at the same cutoff. A deadlocked run prints nothing: the caller's timeout ends it.
 import java.lang.management.ManagementFactory
 
 import scala.concurrent.{Await, ExecutionContext, Future}
@@ -53,7 +56,7 @@ object Fib {
     }.getOrElse(0L)
 
   def usage(): Nothing = {
-    System.err.println("usage: Fib flatmap|await N CUTOFF")
+    System.err.println("usage: Fib flatmap|await|seq N CUTOFF")
     sys.exit(2)
   }
 
@@ -63,14 +66,20 @@ object Fib {
     val (n, cutoff) =
       try (args(1).toInt, args(2).toInt)
       catch { case _: NumberFormatException => usage() }
-    if (n < 0 || n > 92 || cutoff < 2 || (style != "flatmap" && style != "await")) usage()
+    if (n < 0 || n > 92 || cutoff < 2 || !Set("flatmap", "await", "seq").contains(style)) usage()
     th = cutoff
-    // Warm-up: let the JIT compile sfib before the clock starts.
+    def run(m: Int): Long = style match {
+      case "seq"     => sfib(m)
+      case "flatmap" => Await.result(fibFlat(m), Duration.Inf)
+      case _         => Await.result(fibAwait(m), Duration.Inf)
+    }
+    // Warm-up of the whole path: a few tasks' worth above the cutoff (few enough that
+    // Await.result cannot run out of threads), so that the JIT has compiled it.
+    val warm = math.min(math.min(n, cutoff + 5), 25)
     var i = 0
-    while (i < 5) { sfib(25); i += 1 }
+    while (i < 5) { sfib(25); run(warm); i += 1 }
     val t0 = System.nanoTime()
-    val f = if (style == "flatmap") fibFlat(n) else fibAwait(n)
-    val r = Await.result(f, Duration.Inf)
+    val r = run(n)
     val seconds = (System.nanoTime() - t0) / 1e9
     val peak = ManagementFactory.getThreadMXBean.getPeakThreadCount
     println(s"""{"result":$r,"seconds":$seconds,"rss_bytes":${vmHwmBytes()},"peak_threads":$peak}""")

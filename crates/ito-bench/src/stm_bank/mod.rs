@@ -38,7 +38,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::measure::{self, Watchdog, dedup};
+use crate::common::{CommonArgs, Defaults};
+use crate::measure::{self, CpuTime, Watchdog, dedup};
 
 /// The starting balance of every account.
 const INITIAL: i64 = 1000;
@@ -58,8 +59,8 @@ const INITIAL: i64 = 1000;
         arguments."
 )]
 pub(crate) struct StmBankArgs {
-    /// Thread count(s), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2")]
+    /// Thread count(s), comma-separated [default: 2].
+    #[arg(long, value_delimiter = ',', conflicts_with = "workers")]
     threads: Vec<usize>,
     /// Number of accounts (at least 2).
     #[arg(long, default_value_t = 1024)]
@@ -67,28 +68,14 @@ pub(crate) struct StmBankArgs {
     /// Transfers per thread.
     #[arg(long, default_value_t = 1_000_000)]
     ops: u64,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,stm-crate,mutex"
-    )]
-    imps: Vec<BankImpl>,
-    /// Repetitions of each (threads, impl); the summary takes the median and the best.
-    #[arg(long, default_value_t = 3)]
-    repeat: u32,
+    /// The common options; their defaults are [`DEFAULTS`] (`--workers`: one thread count,
+    /// instead of `--threads`).
+    #[command(flatten)]
+    pub(crate) common: CommonArgs<BankImpl>,
     /// Also run an auditor thread that sums every balance in one transaction, over and over,
     /// and counts wrong sums.
     #[arg(long)]
     audit: bool,
-    /// Wall-clock limit of each run in seconds (a run past it is recorded as failed and the
-    /// process exits with status 1).
-    #[arg(long = "timeout-s", default_value_t = 300.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/stm-bank.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
 }
 
 /// Which implementation runs the transfers.
@@ -131,6 +118,10 @@ struct BankRecord {
     rep: u32,
     /// Wall-clock seconds of all the transfers.
     seconds: Option<f64>,
+    /// CPU time of the process (every thread) during the run: the transfers, and opening the
+    /// accounts and starting the threads before them.
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// `threads * ops / seconds`.
     tx_per_s: Option<f64>,
     /// The sum of the balances after the run.
@@ -146,7 +137,7 @@ struct BankRecord {
     /// With `--audit`: snapshots whose sum was wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     audit_failures: Option<u64>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
     nproc: usize,
@@ -374,9 +365,22 @@ fn run<B: Bank>(threads: usize, accounts: usize, ops: u64, audit: bool) -> Outco
     }
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, BankImpl> = Defaults {
+    imps: &[BankImpl::Ito, BankImpl::StmCrate, BankImpl::Mutex],
+    workers: Some(2),
+    repeat: 3,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench stm-bank`.
 pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
-    if args.threads.contains(&0) {
+    let threads = match (args.common.workers, args.threads.is_empty()) {
+        (Some(w), _) => vec![w],
+        (None, true) => vec![2],
+        (None, false) => dedup(&args.threads),
+    };
+    if threads.contains(&0) {
         return crate::usage_error("--threads must be at least 1");
     }
     if args.accounts < 2 {
@@ -388,24 +392,23 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
     if args.ops == 0 {
         return crate::usage_error("--ops must be at least 1");
     }
-    if args.repeat == 0 {
-        return crate::usage_error("--repeat must be at least 1");
-    }
-    let timeout = match crate::timeout_of(args.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
-    let sink = match measure::results_sink(args.record, "stm-bank.jsonl") {
+    let c = &args.common;
+    let s = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
-    let imps = dedup(&args.imps);
-    let thread_counts = dedup(&args.threads);
+    let sink = match c.sink("stm-bank.jsonl") {
+        Ok(sink) => sink,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let (repeat, timeout) = (s.repeat, s.timeout);
+    let imps = s.imps;
+    let thread_counts = threads;
     let expected = INITIAL * args.accounts as i64;
 
     let mut records = Vec::new();
     let mut all_ok = true;
-    for rep in 0..args.repeat {
+    for rep in 0..repeat {
         for &threads in &thread_counts {
             for &imp in &imps {
                 let template = BankRecord {
@@ -416,6 +419,7 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
                     ops: args.ops,
                     rep,
                     seconds: None,
+                    cpu: None,
                     tx_per_s: None,
                     total: None,
                     total_ok: false,
@@ -436,14 +440,17 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
                     })
                 };
                 let (accounts, ops, audit) = (args.accounts, args.ops, args.audit);
+                let cpu_before = CpuTime::of_self();
                 let o = match imp {
                     BankImpl::Ito => run::<ItoBank>(threads, accounts, ops, audit),
                     BankImpl::StmCrate => run::<StmCrateBank>(threads, accounts, ops, audit),
                     BankImpl::Mutex => run::<MutexBank>(threads, accounts, ops, audit),
                 };
+                let cpu = CpuTime::of_self().since(cpu_before);
                 watchdog.finish();
                 let mut rec = template;
                 rec.seconds = Some(o.seconds);
+                rec.cpu = Some(cpu);
                 rec.tx_per_s = Some((threads as u64 * ops) as f64 / o.seconds);
                 rec.total = Some(o.total);
                 rec.total_ok = o.total == expected;
@@ -463,7 +470,7 @@ pub(crate) fn command(args: &StmBankArgs) -> ExitCode {
             }
         }
     }
-    eprint!("{}", summary(&thread_counts, &imps, &records, args.repeat));
+    eprint!("{}", summary(&thread_counts, &imps, &records, repeat));
     if all_ok {
         ExitCode::SUCCESS
     } else {

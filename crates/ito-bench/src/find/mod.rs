@@ -24,17 +24,22 @@
 //! GNU find's and fd's medians from the same run. `fd` (or Debian's `fdfind`) is skipped
 //! with a note when it is not installed. A summary of the targets goes to stderr.
 
+pub(crate) mod par;
+
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 
-use crate::measure::{self, median};
+use crate::measure::{self, CpuTime, median};
 
 /// The file at depth 1 that `first-depth1` looks for.
 pub(crate) const TARGET: &str = "ito-find-depth1-target";
@@ -88,6 +93,16 @@ struct FindRecord {
     query: &'static str,
     median_ms: f64,
     min_ms: f64,
+    /// The medians of the runs' user and system CPU seconds (of the tool's process).
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
+    /// The largest peak resident set size of the tool's process over the runs, in bytes
+    /// (sampled about every millisecond: a lower bound for runs of a few milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_rss_bytes: Option<u64>,
+    /// The most threads the tool's process had at once over the runs (sampled likewise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_threads: Option<u64>,
     /// `median_ms` over GNU find's median for the same query.
     ratio_vs_find: f64,
     /// `median_ms` over fd's median; `null` without fd.
@@ -97,6 +112,8 @@ struct FindRecord {
     workers: usize,
     runs: usize,
     tree: String,
+    /// `tmpfs` where the tree is in memory, else `disk`.
+    filesystem: &'static str,
     commit: String,
     nproc: usize,
     /// CPU cores that other processes kept busy, on average, during the whole measurement
@@ -324,12 +341,106 @@ fn tools(args: &FindArgs) -> Result<Vec<Tool>, String> {
         }),
         None => eprintln!("note: fd (or fdfind) is not installed: fd skipped, ratio_vs_fd is null"),
     }
+    // The document's own programs on ito, shown beside the tools (compared with nobody).
+    let me = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    for (name, variant) in [("ito find_par", "unbounded"), ("ito find_par_sem", "sem")] {
+        let base = os(&["find-par", "--variant", variant, "-j", &w]);
+        let with = |extra: &[&str], target: &str| {
+            let mut v = base.clone();
+            v.extend(os(extra));
+            v.push(target.into());
+            v.push(tree.to_owned());
+            v
+        };
+        tools.push(Tool {
+            name,
+            program: me.clone().into_os_string(),
+            missing: with(&[], MISSING),
+            first: with(&["--first"], TARGET),
+        });
+    }
     Ok(tools)
 }
 
-/// Runs `program args`; returns its wall-clock milliseconds and whether it printed what
-/// `query` should.
-fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<(f64, bool)> {
+/// What one run of a tool left.
+struct ToolRun {
+    /// Wall-clock milliseconds.
+    ms: f64,
+    /// Whether it printed what the query should.
+    ok: bool,
+    /// Its CPU time.
+    cpu: CpuTime,
+    /// Its peak resident set size in bytes (0: not seen).
+    peak_rss: u64,
+    /// The most threads it had at once (0: not seen).
+    peak_threads: u64,
+}
+
+/// Waits for the child `pid` (not waited for yet) and returns its exit status and resource
+/// usage: its own, not that of this process's other children.
+fn wait_with_rusage(pid: u32) -> io::Result<(ExitStatus, libc::rusage)> {
+    let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain data for which all-zero bytes are a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is a child of this process that nothing has waited for (its `Child`
+        // is never waited on), so no other process's status can be taken; `status` and `ru`
+        // are valid, writable and live for the call.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if rc == pid {
+            return Ok((ExitStatus::from_raw(status), ru));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// A thread that reads the peak resident set size (`VmHWM`) of process `pid` about every
+/// millisecond until it exits, and returns the largest. The kernel's own figure for a child
+/// (`ru_maxrss`) is no use here: it starts from this process's size at the spawn. So are
+/// samples taken before the child has executed `program args` (until then its command line
+/// is this process's), which are skipped.
+fn sample_peak_rss(
+    pid: u32,
+    program: &OsString,
+    args: &[OsString],
+) -> thread::JoinHandle<(u64, u64)> {
+    let mut cmdline = Vec::new();
+    for arg in std::iter::once(program).chain(args) {
+        cmdline.extend_from_slice(arg.as_bytes());
+        cmdline.push(0);
+    }
+    thread::spawn(move || {
+        let (status, cmd) = (
+            format!("/proc/{pid}/status"),
+            format!("/proc/{pid}/cmdline"),
+        );
+        let (mut peak, mut threads) = (0, 0);
+        while let Ok(text) = fs::read_to_string(&status) {
+            if fs::read(&cmd).is_ok_and(|c| c == cmdline) {
+                let field = |key: &str| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(key))
+                        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                };
+                match field("VmHWM:") {
+                    Some(kb) => peak = u64::max(peak, kb * 1024),
+                    // A zombie has no memory left to report.
+                    None => break,
+                }
+                threads = u64::max(threads, field("Threads:").unwrap_or(0));
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        (peak, threads)
+    })
+}
+
+/// Runs `program args`, one run at a time, and returns what it left.
+fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<ToolRun> {
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -337,14 +448,21 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<(f
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
+    let peak = sample_peak_rss(child.id(), program, args);
     let mut out = Vec::new();
     child
         .stdout
         .take()
         .expect("stdout is piped")
         .read_to_end(&mut out)?;
-    let status = child.wait()?;
+    let (status, ru) = wait_with_rusage(child.id())?;
+    let (peak_rss, peak_threads) = peak.join().unwrap_or((0, 0));
     let ms = start.elapsed().as_secs_f64() * 1e3;
+    let cpu = CpuTime {
+        user_s: measure::timeval_s(ru.ru_utime),
+        sys_s: measure::timeval_s(ru.ru_stime),
+    };
+
     let lines: Vec<&[u8]> = out
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -353,7 +471,40 @@ fn time_one(program: &OsString, args: &[OsString], query: &str) -> io::Result<(f
         "missing" => lines.is_empty() && status.code() != Some(2),
         _ => lines.len() == 1 && lines[0].ends_with(TARGET.as_bytes()) && status.success(),
     };
-    Ok((ms, ok))
+    Ok(ToolRun {
+        ms,
+        ok,
+        cpu,
+        peak_rss,
+        peak_threads,
+    })
+}
+
+/// `tmpfs` if `path` is on a tmpfs (the tree is in memory), else `disk`.
+fn filesystem(path: &Path) -> &'static str {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return "disk";
+    };
+    // SAFETY: `statfs` is plain data for which all-zero bytes are a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path that lives for the call, and `st` is a valid,
+    // writable `statfs`.
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    if rc == 0 && st.f_type == libc::TMPFS_MAGIC {
+        "tmpfs"
+    } else {
+        "disk"
+    }
+}
+
+/// The medians of the user and of the system times of `runs`.
+fn median_cpu(runs: &[CpuTime]) -> Option<CpuTime> {
+    let mut user: Vec<f64> = runs.iter().map(|c| c.user_s).collect();
+    let mut sys: Vec<f64> = runs.iter().map(|c| c.sys_s).collect();
+    Some(CpuTime {
+        user_s: median(&mut user)?,
+        sys_s: median(&mut sys)?,
+    })
 }
 
 /// `ito-bench find`.
@@ -386,6 +537,9 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
     // times[tool][query], ok[tool][query]
     let mut times = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
     let mut oks = vec![vec![true; QUERIES.len()]; tools.len()];
+    let mut cpus: Vec<Vec<Vec<CpuTime>>> = vec![vec![Vec::new(); QUERIES.len()]; tools.len()];
+    let mut peaks = vec![vec![0u64; QUERIES.len()]; tools.len()];
+    let mut threads = vec![vec![0u64; QUERIES.len()]; tools.len()];
     for round in 0..=args.runs {
         for (q, query) in QUERIES.iter().enumerate() {
             for k in 0..tools.len() {
@@ -394,9 +548,12 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 let argv = if q == 0 { &tool.missing } else { &tool.first };
                 match time_one(&tool.program, argv, query) {
                     // Round 0 warms the cache.
-                    Ok((ms, ok)) if round > 0 => {
-                        times[t][q].push(ms);
-                        oks[t][q] &= ok;
+                    Ok(run) if round > 0 => {
+                        times[t][q].push(run.ms);
+                        cpus[t][q].push(run.cpu);
+                        peaks[t][q] = peaks[t][q].max(run.peak_rss);
+                        threads[t][q] = threads[t][q].max(run.peak_threads);
+                        oks[t][q] &= run.ok;
                     }
                     Ok(_) => {}
                     Err(e) => {
@@ -434,12 +591,16 @@ pub(crate) fn command(args: &FindArgs) -> ExitCode {
                 query,
                 median_ms: round3(m),
                 min_ms: round3(times[t][q].iter().copied().fold(f64::INFINITY, f64::min)),
+                cpu: median_cpu(&cpus[t][q]),
+                peak_rss_bytes: (peaks[t][q] > 0).then_some(peaks[t][q]),
+                peak_threads: (threads[t][q] > 0).then_some(threads[t][q]),
                 ratio_vs_find: round3(m / find_i.map_or(f64::NAN, |f| medians[f][q])),
                 ratio_vs_fd: fd_i.map(|f| round3(m / medians[f][q])),
                 entries,
                 workers: args.workers,
                 runs: args.runs,
                 tree: args.tree.display().to_string(),
+                filesystem: filesystem(&args.tree),
                 commit: measure::commit(),
                 nproc: measure::nproc(),
                 other_cores: other_cores.map(round3),

@@ -30,7 +30,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::measure::{self, Sink, Watchdog, dedup};
+use crate::common::{CommonArgs, Defaults};
+use crate::measure::{self, CpuTime, Sink, Watchdog, dedup};
 use workloads::{Input, ItoFork, RayonFork, SeqFork, Workload};
 
 /// Arguments of `join`.
@@ -49,14 +50,10 @@ pub(crate) struct JoinArgs {
     /// Workload(s), comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', required = true)]
     workload: Vec<Workload>,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,rayon,seq"
-    )]
-    imps: Vec<JoinImpl>,
+    /// The common options; their defaults are [`DEFAULTS`] (the summary takes the fastest
+    /// of the `--repeat` runs).
+    #[command(flatten)]
+    pub(crate) common: CommonArgs<JoinImpl>,
     /// Problem size: one value for every workload, or one per workload (in --workload order)
     /// [default: fib 42, tree 22, sort 10000000, nqueens 12]
     #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
@@ -71,19 +68,6 @@ pub(crate) struct JoinArgs {
     ///  sort 2,16,256,4096,65536,1048576; nqueens 1,3,5,7,9,11]
     #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     cutoff: Vec<u64>,
-    /// Worker threads of the ito runtime and the rayon pool [default: number of CPUs].
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Repetitions of each (workload, cutoff, impl); the summary takes the fastest.
-    #[arg(long, default_value_t = 3)]
-    repeat: u32,
-    /// Wall-clock limit of each run in seconds (a run past it is recorded as failed and the
-    /// process exits with status 1).
-    #[arg(long = "timeout-s", default_value_t = 300.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/join.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
 }
 
 /// Which fork-join implementation runs a workload.
@@ -128,6 +112,9 @@ pub(crate) struct JoinRecord {
     rep: u32,
     /// Wall-clock seconds of entering the pool and computing (inputs are built before).
     seconds: Option<f64>,
+    /// CPU time of the process (every thread) over the same span.
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// fib(n), the tree's sum, the sorted array's checksum, or the number of solutions.
     result: Option<u64>,
     /// Peak resident set size in bytes: of this run where the kernel lets us reset the peak
@@ -138,7 +125,7 @@ pub(crate) struct JoinRecord {
     /// ito only: compensation threads started or reactivated during the run (for workers
     /// that slept waiting for a stolen job).
     compensations: Option<u64>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
     nproc: usize,
@@ -266,24 +253,27 @@ fn plans(args: &JoinArgs) -> Result<Vec<Plan>, String> {
         .collect()
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, JoinImpl> = Defaults {
+    imps: &[JoinImpl::Ito, JoinImpl::Rayon, JoinImpl::Seq],
+    workers: None,
+    repeat: 3,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench join`.
 pub(crate) fn command(args: &JoinArgs) -> ExitCode {
-    let workers = args.workers.unwrap_or_else(measure::nproc);
-    if workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
-    if args.repeat == 0 {
-        return crate::usage_error("--repeat must be at least 1");
-    }
-    let timeout = match crate::timeout_of(args.timeout_s) {
-        Ok(t) => t,
+    let c = &args.common;
+    let s = match c.resolve(DEFAULTS) {
+        Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
+    let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
     let plans = match plans(args) {
         Ok(p) => p,
         Err(e) => return crate::usage_error(&e),
     };
-    let jsonl = if args.record {
+    let jsonl = if c.record {
         match measure::workspace_root() {
             Ok(root) => Some(root.join("bench/results/join.jsonl")),
             Err(e) => return crate::usage_error(&format!("--record: {e}")),
@@ -296,7 +286,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
         Err(e) => return crate::usage_error(&format!("cannot open output file: {e}")),
     };
     let mut engines = Vec::new();
-    for imp in dedup(&args.imps) {
+    for imp in s.imps {
         match Engine::new(imp, workers) {
             Ok(e) => engines.push((imp, e)),
             Err(e) => {
@@ -311,7 +301,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
     for plan in &plans {
         let mut input = Input::prepare(plan.workload, plan.n);
         for &cutoff in &plan.cutoffs {
-            for rep in 0..args.repeat {
+            for rep in 0..repeat {
                 for (imp, engine) in &engines {
                     let template = JoinRecord {
                         experiment: "join",
@@ -322,6 +312,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
                         workers: if *imp == JoinImpl::Seq { 1 } else { workers },
                         rep,
                         seconds: None,
+                        cpu: None,
                         result: None,
                         rss_bytes: None,
                         join_steals: None,
@@ -342,7 +333,9 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
                             std::process::exit(1);
                         })
                     };
+                    let cpu_before = CpuTime::of_self();
                     let (raw, seconds, counts) = engine.run(&mut input, cutoff);
+                    let cpu = CpuTime::of_self().since(cpu_before);
                     watchdog.finish();
                     let mut rec = template;
                     rec.join_steals = counts.map(|c| c.0);
@@ -350,6 +343,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
                     rec.rss_bytes = measure::vm_hwm_bytes();
                     let (result, verdict) = input.verify(raw);
                     rec.seconds = Some(seconds);
+                    rec.cpu = Some(cpu);
                     rec.result = Some(result);
                     rec.ok = verdict.is_ok();
                     rec.error = verdict.err();
@@ -360,7 +354,7 @@ pub(crate) fn command(args: &JoinArgs) -> ExitCode {
             }
         }
     }
-    eprint!("{}", summary(&plans, &records, args.repeat));
+    eprint!("{}", summary(&plans, &records, repeat));
     if all_ok {
         ExitCode::SUCCESS
     } else {

@@ -20,7 +20,8 @@ use clap::{Args, ValueEnum};
 use ito::process::{self, Mailbox, Pid};
 use serde::Serialize;
 
-use crate::measure::{self, SharedWatchdog, dedup, median};
+use crate::common::{CommonArgs, Defaults};
+use crate::measure::{self, CpuTime, SharedWatchdog, median};
 
 /// Which implementation passes the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -34,27 +35,9 @@ pub(crate) enum MsgImpl {
 /// Options both experiments take.
 #[derive(Args, Debug)]
 pub(crate) struct Common {
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,tokio"
-    )]
-    imps: Vec<MsgImpl>,
-    /// Worker threads of ito's runtime and of tokio's multi-thread runtime [default: number
-    /// of CPUs].
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Repetitions, interleaved.
-    #[arg(long, default_value_t = 5)]
-    repeat: u32,
-    /// Wall-clock limit of each run in seconds (a run past it fails the command).
-    #[arg(long = "timeout-s", default_value_t = 120.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/<experiment>.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
+    /// The common options; their defaults are [`DEFAULTS`] (repetitions interleaved).
+    #[command(flatten)]
+    pub(crate) base: CommonArgs<MsgImpl>,
     /// A note stored in every record (for example, how busy the machine was).
     #[arg(long)]
     note: Option<String>,
@@ -105,6 +88,10 @@ struct MsgRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<u32>,
     seconds: f64,
+    /// CPU time of the process (every thread; the other runtimes' idle workers included)
+    /// during the run, which the run's `seconds` are part of.
+    #[serde(flatten)]
+    cpu: CpuTime,
     /// ping-pong: nanoseconds per round trip.
     #[serde(skip_serializing_if = "Option::is_none")]
     ns_per_round_trip: Option<f64>,
@@ -192,27 +179,30 @@ struct Setup {
     rts: Runtimes,
     sink: measure::Sink,
     timeout: Duration,
+    repeat: u32,
 }
+
+/// The defaults of the common options (ping-pong and fan-in).
+pub(crate) const DEFAULTS: Defaults<'static, MsgImpl> = Defaults {
+    imps: &[MsgImpl::Ito, MsgImpl::Tokio],
+    workers: None,
+    repeat: 5,
+    timeout_s: 120.0,
+};
 
 /// Validates the common options and builds the [`Setup`].
 fn setup(common: &Common, file: &str) -> Result<Setup, ExitCode> {
-    let workers = common.workers.unwrap_or_else(measure::nproc);
-    if workers == 0 {
-        return Err(crate::usage_error("--workers must be at least 1"));
-    }
-    if common.repeat == 0 {
-        return Err(crate::usage_error("--repeat must be at least 1"));
-    }
-    let timeout = crate::timeout_of(common.timeout_s).map_err(|e| crate::usage_error(&e))?;
-    let sink = measure::results_sink(common.record, file).map_err(|e| crate::usage_error(&e))?;
+    let c = &common.base;
+    let s = c.resolve(DEFAULTS).map_err(|e| crate::usage_error(&e))?;
+    let sink = c.sink(file).map_err(|e| crate::usage_error(&e))?;
     let mut runners = Vec::new();
-    for imp in dedup(&common.imps) {
+    for &imp in &s.imps {
         match imp {
             MsgImpl::Ito => runners.push(Runner::Ito),
             MsgImpl::Tokio => runners.extend([Runner::TokioCurrent, Runner::TokioMulti]),
         }
     }
-    let rts = Runtimes::new(workers).map_err(|e| {
+    let rts = Runtimes::new(s.workers).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::FAILURE
     })?;
@@ -220,7 +210,8 @@ fn setup(common: &Common, file: &str) -> Result<Setup, ExitCode> {
         runners,
         rts,
         sink,
-        timeout,
+        timeout: s.timeout,
+        repeat: s.repeat,
     })
 }
 
@@ -238,17 +229,20 @@ fn run_all(
         rts,
         sink,
         timeout,
+        repeat,
     } = setup;
     let timeout = *timeout;
     let watchdog = SharedWatchdog::start();
     let mut records: Vec<MsgRecord> = Vec::new();
-    for _ in 0..common.repeat {
+    for _ in 0..*repeat {
         for &r in runners.iter() {
             watchdog.arm(timeout, move || {
                 eprintln!("error: {experiment} ({}) ran past its timeout", r.imp());
                 std::process::exit(1);
             });
+            let cpu_before = CpuTime::of_self();
             let outcome = run(r, rts);
+            let cpu = CpuTime::of_self().since(cpu_before);
             watchdog.disarm();
             let mut rec = MsgRecord {
                 experiment,
@@ -263,6 +257,7 @@ fn run_all(
                 senders: None,
                 messages: None,
                 seconds: 0.0,
+                cpu,
                 ns_per_round_trip: None,
                 msgs_per_s: None,
                 commit: measure::commit(),

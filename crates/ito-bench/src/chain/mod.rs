@@ -18,14 +18,16 @@
 //! `rss_bytes / n`, the runtime and the binary included. The clock runs from the first spawn
 //! to the arrival of the result.
 
-use std::process::ExitCode;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use ito::process::{self, Mailbox, Pid};
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{self, PeerRun, dedup};
+use crate::common::{CommonArgs, Defaults};
+use crate::measure::{self, CpuTime, dedup};
 
 /// Arguments of `chain`.
 #[derive(Args, Debug)]
@@ -43,27 +45,9 @@ pub(crate) struct ChainArgs {
     /// Chain length(s), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000000")]
     n: Vec<u64>,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,tokio"
-    )]
-    imps: Vec<ChainImpl>,
-    /// Worker threads of ito's runtime and of tokio's multi-thread runtime [default: number
-    /// of CPUs].
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Repetitions of each (n, impl), interleaved.
-    #[arg(long, default_value_t = 1)]
-    repeat: u32,
-    /// Wall-clock limit of each run in seconds.
-    #[arg(long = "timeout-s", default_value_t = 300.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/chain.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
+    /// The common options; their defaults are [`DEFAULTS`].
+    #[command(flatten)]
+    pub(crate) common: CommonArgs<ChainImpl>,
     /// A note stored in every record (for example, how busy the machine was).
     #[arg(long)]
     note: Option<String>,
@@ -139,6 +123,9 @@ pub(crate) struct ChainRecord {
     /// Seconds from the first spawn to the result.
     #[serde(default)]
     seconds: Option<f64>,
+    /// CPU time of the whole process that ran the chain (its start included).
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// Peak resident set of the run's process (VmHWM), in bytes.
     #[serde(default)]
     rss_bytes: Option<u64>,
@@ -151,7 +138,7 @@ pub(crate) struct ChainRecord {
     /// `(rss_bytes - baseline_rss_bytes) / n`: without the runtime and the binary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     net_bytes_per_process: Option<f64>,
-    /// `git rev-parse --short HEAD`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     #[serde(default)]
     commit: String,
     /// CPUs available.
@@ -180,6 +167,7 @@ impl ChainRecord {
             workers,
             result: None,
             seconds: None,
+            cpu: None,
             rss_bytes: None,
             baseline_rss_bytes: None,
             bytes_per_process: None,
@@ -212,43 +200,56 @@ pub(crate) fn vm_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, ChainImpl> = Defaults {
+    imps: &[ChainImpl::Ito, ChainImpl::Tokio],
+    workers: None,
+    repeat: 1,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench chain`.
 pub(crate) fn command(args: &ChainArgs) -> ExitCode {
-    let workers = args.workers.unwrap_or_else(measure::nproc);
-    if workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
-    if args.n.contains(&0) {
-        return crate::usage_error("--n must be at least 1");
-    }
-    if args.repeat == 0 {
-        return crate::usage_error("--repeat must be at least 1");
-    }
-    let timeout = match crate::timeout_of(args.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
-    if args.child {
-        return child(args, workers);
-    }
-    let sink = match measure::results_sink(args.record, "chain.jsonl") {
+    let c = &args.common;
+    let s = match c.resolve(DEFAULTS) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
-    let imps = dedup(&args.imps);
+    let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
+    if args.n.contains(&0) {
+        return crate::usage_error("--n must be at least 1");
+    }
+    if args.child {
+        return child(args, workers);
+    }
+    let sink = match c.sink("chain.jsonl") {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let imps = s.imps;
     let ns = dedup(&args.n);
     let mut records = Vec::new();
-    for _ in 0..args.repeat {
+    for _ in 0..repeat {
         for &n in &ns {
             for &imp in &imps {
+                // Every run is a process of its own: its CPU time is that of the whole
+                // process (runtime or VM start included), the same for every impl.
+                let with_cpu = |run: &dyn Fn() -> ChainRecord| {
+                    let before = CpuTime::of_children();
+                    let mut rec = run();
+                    if rec.skipped.is_none() {
+                        rec.cpu = Some(CpuTime::of_children().since(before));
+                    }
+                    rec
+                };
                 let runs: Vec<ChainRecord> = match imp {
-                    ChainImpl::Ito => vec![run_child(imp, None, n, workers, timeout)],
+                    ChainImpl::Ito => vec![with_cpu(&|| run_child(imp, None, n, workers, timeout))],
                     ChainImpl::Tokio => [Flavor::CurrentThread, Flavor::MultiThread]
                         .into_iter()
-                        .map(|f| run_child(imp, Some(f), n, workers, timeout))
+                        .map(|f| with_cpu(&|| run_child(imp, Some(f), n, workers, timeout)))
                         .collect(),
                     ChainImpl::Go | ChainImpl::Elixir => {
-                        vec![run_peer(imp, n, workers, timeout)]
+                        vec![with_cpu(&|| run_peer(imp, n, workers, timeout))]
                     }
                 };
                 for mut rec in runs {
@@ -299,7 +300,11 @@ fn run_child(
         Ok(run) => run,
         Err(e) => return template.failed(format!("cannot start child: {e}")),
     };
-    match (run.line::<ChainRecord>(), run.status) {
+    let rec = run
+        .stdout
+        .lines()
+        .find_map(|l| serde_json::from_str::<ChainRecord>(l.trim()).ok());
+    match (rec, run.status) {
         (Some(rec), Some(st)) if st.success() => rec,
         (Some(rec), Some(st)) => rec.failed(format!("child exited with {st}")),
         (_, None) => template.failed("timeout"),
@@ -307,9 +312,21 @@ fn run_child(
     }
 }
 
+/// The memory a peer's process (a goroutine, an Erlang process) is assumed to take, to
+/// decide whether its chain can fit: a guard, not a measurement.
+const PEER_BYTES_PER_PROCESS: u64 = 4096;
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn mem_available_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// `--child`: one measurement in this process, one JSON line on stdout.
 fn child(args: &ChainArgs, workers: usize) -> ExitCode {
-    let (Some(&imp), Some(&n)) = (args.imps.first(), args.n.first()) else {
+    let (Some(&imp), Some(&n)) = (args.common.imps.first(), args.n.first()) else {
         return crate::usage_error("--child needs --impl and --n");
     };
     let flavor = match (imp, args.flavor) {
@@ -440,24 +457,71 @@ fn run_tokio(n: u64, flavor: Flavor, workers: usize) -> Result<Outcome, String> 
     })
 }
 
-/// Runs `bench/peers/chain/run.sh <impl> <n> <workers>`.
+/// Runs `bench/peers/chain/run.sh <impl> <n>`.
 fn run_peer(imp: ChainImpl, n: u64, workers: usize, timeout: Duration) -> ChainRecord {
     let template = ChainRecord::template(imp.name(), None, n, Some(workers));
-    let args = [imp.name().to_string(), n.to_string(), workers.to_string()];
-    let run = match measure::run_peer_script("chain/run.sh", &args, timeout) {
-        Ok(PeerRun::Ran(run)) => run,
-        Ok(PeerRun::Skipped(reason)) => {
-            let mut rec = template;
-            rec.ok = true;
-            rec.skipped = Some(reason);
-            return rec;
-        }
-        Err(e) => return template.failed(e),
+    // A peer whose chain could not fit in memory is not started: on a shared machine the
+    // kernel's out-of-memory killer could pick another process than the peer.
+    let needs = n.saturating_mul(PEER_BYTES_PER_PROCESS);
+    if let Some(available) = mem_available_bytes().filter(|&a| needs > a / 10 * 8) {
+        let mut rec = template;
+        rec.ok = true;
+        rec.skipped = Some(format!(
+            "not started: {n} processes at {PEER_BYTES_PER_PROCESS} bytes each need {:.1} GB, \
+             more than 80% of the {:.1} GB available",
+            needs as f64 / 1e9,
+            available as f64 / 1e9
+        ));
+        return rec;
+    }
+    let script: PathBuf = match measure::workspace_root() {
+        Ok(root) => root.join("bench/peers/chain/run.sh"),
+        Err(e) => return template.failed(format!("cannot find the workspace: {e}")),
     };
-    let Some(status) = run.status else {
+    let child = Command::new("bash")
+        .arg(&script)
+        .arg(imp.name())
+        .arg(n.to_string())
+        .arg(workers.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return template.failed(format!("cannot run {}: {e}", script.display())),
+    };
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return template.failed(format!("waiting for {}: {e}", script.display())),
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut so) = child.stdout.take() {
+        use std::io::Read;
+        let _ = so.read_to_string(&mut out);
+    }
+    let Some(status) = status else {
         return template.failed("timeout");
     };
-    match run.line::<PeerLine>() {
+    if let Some(reason) = out.lines().find_map(|l| l.trim().strip_prefix("skipped")) {
+        let mut rec = template;
+        rec.ok = true;
+        rec.skipped = Some(reason.trim_start_matches([':', ' ']).to_string());
+        return rec;
+    }
+    let parsed = out
+        .lines()
+        .find_map(|l| serde_json::from_str::<PeerLine>(l.trim()).ok());
+    match parsed {
         Some(p) if status.success() => {
             let mut rec = template;
             rec.result = Some(p.result);
@@ -470,7 +534,7 @@ fn run_peer(imp: ChainImpl, n: u64, workers: usize, timeout: Duration) -> ChainR
             }
             rec
         }
-        _ => template.failed(format!("chain/run.sh printed no result ({status})")),
+        _ => template.failed(format!("{} printed no result ({status})", script.display())),
     }
 }
 

@@ -49,7 +49,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{self, Sampler, Watchdog, dedup};
+use crate::common::{CommonArgs, Defaults};
+use crate::measure::{self, CpuTime, Sampler, Watchdog, dedup};
 
 /// Arguments of `pool`.
 #[derive(Args, Debug)]
@@ -87,17 +88,10 @@ pub(crate) struct PoolArgs {
     /// `$Coro::POOL_SIZE` is 8), comma-separated for several.
     #[arg(long = "pool-size", value_delimiter = ',', default_value = "8")]
     pool_size: Vec<usize>,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,tokio"
-    )]
-    imps: Vec<PoolImpl>,
-    /// Worker threads of each runtime.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    /// The common options; their defaults are [`DEFAULTS`] (`--repeat`: each configuration
+    /// that many times, interleaved, each in a child process of its own).
+    #[command(flatten)]
+    pub(crate) common: CommonArgs<PoolImpl>,
     /// How a run counts its tasks down: a latch (`latch`), or document 003's semaphore
     /// (`semaphore`: no permits at first, one added by each task, all taken at once by the
     /// caller).
@@ -108,12 +102,6 @@ pub(crate) struct PoolArgs {
     /// deque and the injector with a parked outside thread).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "task,main")]
     caller: Vec<Caller>,
-    /// Wall-clock limit of each configuration in seconds.
-    #[arg(long = "timeout-s", default_value_t = 120.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/pool.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
     /// Run exactly one configuration in this process (what the parent asks a child to do).
     #[arg(long, hide = true)]
     child: bool,
@@ -228,6 +216,10 @@ struct PoolRecord {
     countdown: Countdown,
     /// Wall-clock seconds of the timed runs.
     seconds: Option<f64>,
+    /// CPU time of the process (every thread, the thread sampler's included) over the same
+    /// span.
+    #[serde(flatten)]
+    cpu: Option<CpuTime>,
     /// `runs / seconds`.
     runs_per_s: Option<f64>,
     /// Peak resident set size of the process (`VmHWM`), bytes.
@@ -238,7 +230,12 @@ struct PoolRecord {
     rss_growth_bytes: Option<u64>,
     /// Most OS threads of the process during the runs (sampler excluded).
     peak_threads: Option<usize>,
-    /// `git rev-parse --short HEAD`, or `"unknown"`.
+    /// With `--sleep-ms`: how much longer than asked the impl's sleep lasts, in microseconds
+    /// (the median of sleeps one after another on a runtime of their own, apart from the
+    /// runs): the timer's precision, which bounds what a run of sleeping tasks can show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sleep_overshoot_us: Option<f64>,
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     commit: String,
     /// CPUs available to the process.
     nproc: usize,
@@ -277,11 +274,13 @@ impl Config {
             caller: self.caller,
             countdown: self.countdown,
             seconds: None,
+            cpu: None,
             runs_per_s: None,
             peak_rss_bytes: None,
             base_rss_bytes: None,
             rss_growth_bytes: None,
             peak_threads: None,
+            sleep_overshoot_us: None,
             commit: measure::commit(),
             nproc: measure::nproc(),
             ok: false,
@@ -329,11 +328,22 @@ impl Config {
     }
 }
 
+/// The defaults of the common options.
+pub(crate) const DEFAULTS: Defaults<'static, PoolImpl> = Defaults {
+    imps: &[PoolImpl::Ito, PoolImpl::Tokio],
+    workers: Some(2),
+    repeat: 1,
+    timeout_s: 120.0,
+};
+
 /// `ito-bench pool`.
 pub(crate) fn command(args: &PoolArgs) -> ExitCode {
-    if args.workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
+    let c = &args.common;
+    let s = match c.resolve(DEFAULTS) {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
     if args.runs == 0 {
         return crate::usage_error("--runs must be at least 1");
     }
@@ -343,17 +353,18 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
     if args.pool_size.contains(&0) {
         return crate::usage_error("--pool-size must be at least 1");
     }
-    let timeout = match crate::timeout_of(args.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
     let mut configs = Vec::new();
     for &tasks in &dedup(&args.tasks) {
         for &sleep_ms in &dedup(&args.sleep_ms) {
-            for &pool_size in &dedup(&args.pool_size) {
+            let pool_sizes = dedup(&args.pool_size);
+            for &pool_size in &pool_sizes {
                 for &mode in &dedup(&args.mode) {
+                    // spawn takes no pool size: run it once.
+                    if mode == Mode::Spawn && pool_size != pool_sizes[0] {
+                        continue;
+                    }
                     for &caller in &dedup(&args.caller) {
-                        for &imp in &dedup(&args.imps) {
+                        for &imp in &s.imps {
                             configs.push(Config {
                                 imp,
                                 mode,
@@ -361,7 +372,7 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
                                 sleep_ms,
                                 pool_size,
                                 runs: args.runs,
-                                workers: args.workers,
+                                workers,
                                 caller,
                                 countdown: args.countdown,
                             });
@@ -386,16 +397,17 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
             ExitCode::from(1)
         };
     }
-    let sink = match measure::results_sink(args.record, "pool.jsonl") {
+    let sink = match c.sink("pool.jsonl") {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
     let mut records = Vec::new();
-    for config in configs.iter().copied() {
-        let rec = if configs.len() == 1 {
+    let in_process = configs.len() == 1 && repeat == 1;
+    for config in (0..repeat).flat_map(|_| configs.iter().copied()) {
+        let rec = if in_process {
             measure_in_process(config, timeout)
         } else {
-            measure_in_child(config, args.timeout_s, timeout)
+            measure_in_child(config, timeout)
         };
         sink.emit_line(&serde_json::to_string(&rec).expect("a PoolRecord serializes"));
         records.push(rec);
@@ -409,13 +421,16 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
 }
 
 /// Runs `config` in a child process of this binary and reads its record.
-fn measure_in_child(config: Config, timeout_s: f64, timeout: Duration) -> PoolRecord {
+fn measure_in_child(config: Config, timeout: Duration) -> PoolRecord {
     let failed = |why: String| {
         let mut rec = config.record();
         rec.error = Some(why);
         rec
     };
-    let run = match measure::run_child(&config.child_args(timeout_s), timeout + KILL_GRACE) {
+    let run = match measure::run_child(
+        &config.child_args(timeout.as_secs_f64()),
+        timeout + KILL_GRACE,
+    ) {
         Ok(run) => run,
         Err(e) => return failed(format!("cannot start a child process: {e}")),
     };
@@ -454,6 +469,7 @@ fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
     };
     watchdog.finish();
     rec.seconds = Some(outcome.seconds);
+    rec.cpu = Some(outcome.cpu);
     rec.runs_per_s = Some(f64::from(config.runs) / outcome.seconds);
     rec.peak_rss_bytes = outcome.peak_rss;
     rec.base_rss_bytes = outcome.base_rss;
@@ -462,15 +478,32 @@ fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
         .zip(outcome.base_rss)
         .map(|(p, b)| p.saturating_sub(b));
     rec.peak_threads = Some(outcome.peak_threads);
+    rec.sleep_overshoot_us = outcome.sleep_overshoot_us;
     // Every run ended with its count-down complete, which takes exactly `tasks` signals.
     rec.ok = true;
     rec
 }
 
+/// Sleeps timed to measure a timer's overshoot.
+const SLEEP_SAMPLES: usize = 20;
+
+/// The median of how much longer than `d` each of `slept` lasted, in microseconds.
+fn overshoot_us(slept: &[Duration], d: Duration) -> f64 {
+    let mut over: Vec<f64> = slept
+        .iter()
+        .map(|s| s.saturating_sub(d).as_secs_f64() * 1e6)
+        .collect();
+    measure::median(&mut over).unwrap_or(f64::NAN)
+}
+
 /// What one configuration measured.
 #[derive(Clone)]
 struct Outcome {
+    /// With a sleep: how much longer than asked the impl's sleep lasts (its timer's
+    /// precision), measured apart from the runs.
+    sleep_overshoot_us: Option<f64>,
     seconds: f64,
+    cpu: CpuTime,
     base_rss: Option<u64>,
     peak_rss: Option<u64>,
     peak_threads: usize,
@@ -489,13 +522,15 @@ where
     for _ in 0..config.warmup() {
         run().await;
     }
-    let start = Instant::now();
+    let (start, cpu_before) = (Instant::now(), CpuTime::of_self());
     for _ in 0..config.runs {
         run().await;
     }
     let seconds = start.elapsed().as_secs_f64();
     Outcome {
+        sleep_overshoot_us: None,
         seconds,
+        cpu: CpuTime::of_self().since(cpu_before),
         base_rss,
         peak_rss: measure::vm_hwm_bytes(),
         peak_threads: sampler.finish(),
@@ -505,358 +540,8 @@ where
 /// A job of `channel-pool`: the async counterpart of the document's closures.
 type Job = Pin<Box<dyn StdFuture<Output = ()> + Send>>;
 
-/// ito: `ito::spawn`, `ito::sync::{Pool, Semaphore, Latch}`, `ito::channel`.
-mod ito_impl {
-    use super::*;
-    use ito::sync::{Latch, Pool, Semaphore};
+mod ito_impl;
+mod summary;
+mod tokio_impl;
 
-    /// A run's count-down (see [`Countdown`]).
-    enum Done {
-        Latch(Latch),
-        /// Permits added one per task; the caller takes all `.1` at once.
-        Semaphore(Semaphore, usize),
-    }
-
-    impl Done {
-        fn new(kind: Countdown, n: usize) -> Arc<Done> {
-            Arc::new(match kind {
-                Countdown::Latch => Done::Latch(Latch::new(n)),
-                Countdown::Semaphore => Done::Semaphore(Semaphore::new(0), n),
-            })
-        }
-        fn signal(&self) {
-            match self {
-                Done::Latch(l) => l.count_down(),
-                Done::Semaphore(s, _) => s.add_permits(1),
-            }
-        }
-        async fn wait(&self) {
-            match self {
-                Done::Latch(l) => l.wait().await,
-                Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
-            }
-        }
-    }
-
-    pub(super) fn measure(config: Config) -> Outcome {
-        // A task is what the document's is: a signal (`async { $sem->up }`), after a sleep
-        // only when one is asked for.
-        match config.sleep() {
-            None => measure_with(config, |done: Arc<Done>| async move { done.signal() }),
-            Some(d) => measure_with(config, move |done: Arc<Done>| async move {
-                ito::sleep(d).await.expect("a sleep never fails");
-                done.signal();
-            }),
-        }
-    }
-
-    fn measure_with<T, F>(config: Config, task: T) -> Outcome
-    where
-        T: Fn(Arc<Done>) -> F + Copy + Send + Sync + 'static,
-        F: StdFuture<Output = ()> + Send + 'static,
-    {
-        let rt = ito::Runtime::builder()
-            .workers(config.workers)
-            .build()
-            .expect("starting the ito runtime");
-        let n = config.tasks;
-        let work = async move {
-            match config.mode {
-                Mode::Spawn => {
-                    timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            drop(ito::spawn(task(done.clone())));
-                        }
-                        done.wait().await;
-                    })
-                    .await
-                }
-                Mode::Pool => {
-                    let pool = Pool::new(config.pool_size);
-                    timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            drop(pool.spawn(task(done.clone())));
-                        }
-                        done.wait().await;
-                    })
-                    .await
-                }
-                Mode::Bounded => {
-                    let limit = Arc::new(Semaphore::new(config.pool_size));
-                    timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            let permit = limit.acquire_owned().await.expect("never closed");
-                            let body = task(done.clone());
-                            drop(ito::spawn(async move {
-                                body.await;
-                                drop(permit);
-                            }));
-                        }
-                        done.wait().await;
-                    })
-                    .await
-                }
-                Mode::ChannelPool => {
-                    let (jobs, queue) = ito::channel::bounded::<Job>(config.pool_size);
-                    let workers: Vec<_> = (0..config.pool_size)
-                        .map(|_| {
-                            let queue = queue.clone();
-                            ito::spawn(async move {
-                                while let Ok(job) = queue.recv().await {
-                                    job.await;
-                                }
-                            })
-                        })
-                        .collect();
-                    drop(queue);
-                    let outcome = timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            let job = task(done.clone());
-                            if jobs.send(Box::pin(job)).await.is_err() {
-                                unreachable!("the workers outlive the runs");
-                            }
-                        }
-                        done.wait().await;
-                    })
-                    .await;
-                    drop(jobs);
-                    for w in workers {
-                        w.await.expect("a channel-pool worker failed");
-                    }
-                    outcome
-                }
-            }
-        };
-        match config.caller {
-            Caller::Main => rt.block_on(work),
-            Caller::Task => rt.block_on(rt.spawn(work)).expect("the caller task failed"),
-        }
-    }
-}
-
-/// tokio: `tokio::spawn`, `tokio::sync::{Semaphore, Notify, mpsc, Mutex}`.
-mod tokio_impl {
-    use super::*;
-    use tokio::sync::{Mutex, Notify, Semaphore, mpsc};
-
-    /// A run's count-down (see [`Countdown`]): tokio has no latch; its equivalent is an atomic
-    /// count and a `Notify` the last task signals.
-    enum Done {
-        Latch(AtomicUsize, Notify),
-        /// Permits added one per task; the caller takes all `.1` at once.
-        Semaphore(Semaphore, u32),
-    }
-
-    impl Done {
-        fn new(kind: Countdown, n: usize) -> Arc<Done> {
-            Arc::new(match kind {
-                Countdown::Latch => Done::Latch(AtomicUsize::new(n), Notify::new()),
-                Countdown::Semaphore => Done::Semaphore(
-                    Semaphore::new(0),
-                    u32::try_from(n).expect("tokio takes at most u32::MAX permits at once"),
-                ),
-            })
-        }
-        fn signal(&self) {
-            match self {
-                Done::Latch(left, notify) => {
-                    if left.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        notify.notify_one();
-                    }
-                }
-                Done::Semaphore(s, _) => s.add_permits(1),
-            }
-        }
-        async fn wait(&self) {
-            match self {
-                Done::Latch(left, notify) => {
-                    if left.load(Ordering::Acquire) > 0 {
-                        notify.notified().await;
-                    }
-                }
-                Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
-            }
-        }
-    }
-
-    pub(super) fn measure(config: Config) -> Outcome {
-        match config.sleep() {
-            None => measure_with(config, |done: Arc<Done>| async move { done.signal() }),
-            Some(d) => measure_with(config, move |done: Arc<Done>| async move {
-                tokio::time::sleep(d).await;
-                done.signal();
-            }),
-        }
-    }
-
-    fn measure_with<T, F>(config: Config, task: T) -> Outcome
-    where
-        T: Fn(Arc<Done>) -> F + Copy + Send + Sync + 'static,
-        F: StdFuture<Output = ()> + Send + 'static,
-    {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.workers)
-            .enable_time()
-            .build()
-            .expect("starting the tokio runtime");
-        let n = config.tasks;
-        let work = async move {
-            match config.mode {
-                Mode::Spawn => {
-                    timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            tokio::spawn(task(done.clone()));
-                        }
-                        done.wait().await;
-                    })
-                    .await
-                }
-                Mode::Pool => {
-                    let limit = Arc::new(Semaphore::new(config.pool_size));
-                    timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            let (limit, body) = (limit.clone(), task(done.clone()));
-                            tokio::spawn(async move {
-                                let _permit = limit.acquire_owned().await.expect("never closed");
-                                body.await;
-                            });
-                        }
-                        done.wait().await;
-                    })
-                    .await
-                }
-                Mode::Bounded => {
-                    let limit = Arc::new(Semaphore::new(config.pool_size));
-                    timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            let permit = limit.clone().acquire_owned().await.expect("never closed");
-                            let body = task(done.clone());
-                            tokio::spawn(async move {
-                                body.await;
-                                drop(permit);
-                            });
-                        }
-                        done.wait().await;
-                    })
-                    .await
-                }
-                Mode::ChannelPool => {
-                    let (jobs, queue) = mpsc::channel::<Job>(config.pool_size);
-                    let queue = Arc::new(Mutex::new(queue));
-                    let workers: Vec<_> = (0..config.pool_size)
-                        .map(|_| {
-                            let queue = queue.clone();
-                            tokio::spawn(async move {
-                                loop {
-                                    let job = queue.lock().await.recv().await;
-                                    match job {
-                                        Some(job) => job.await,
-                                        None => break,
-                                    }
-                                }
-                            })
-                        })
-                        .collect();
-                    let outcome = timed(config, || async {
-                        let done = Done::new(config.countdown, n);
-                        for _ in 0..n {
-                            let job = task(done.clone());
-                            if jobs.send(Box::pin(job)).await.is_err() {
-                                unreachable!("the workers outlive the runs");
-                            }
-                        }
-                        done.wait().await;
-                    })
-                    .await;
-                    drop(jobs);
-                    for w in workers {
-                        w.await.expect("a channel-pool worker failed");
-                    }
-                    outcome
-                }
-            }
-        };
-        match config.caller {
-            Caller::Main => rt.block_on(work),
-            Caller::Task => rt.block_on(rt.spawn(work)).expect("the caller task failed"),
-        }
-    }
-}
-
-/// The summary on stderr: every configuration's throughput, ito/tokio ratios, and the issue's
-/// criteria where a configuration matches one.
-fn summarize(records: &[PoolRecord]) {
-    eprintln!("pool: runs/s (ito/tokio) and peak RSS growth");
-    let tokio_of = |r: &PoolRecord| {
-        records.iter().find(|t| {
-            t.imp == "tokio"
-                && t.mode == r.mode
-                && t.tasks == r.tasks
-                && t.sleep_ms == r.sleep_ms
-                && t.pool_size == r.pool_size
-                && t.caller == r.caller
-                && t.countdown == r.countdown
-        })
-    };
-    for r in records {
-        let ratio = (r.imp == "ito")
-            .then(|| tokio_of(r))
-            .flatten()
-            .and_then(|t| Some(r.runs_per_s? / t.runs_per_s?))
-            .map_or(String::new(), |x| format!("  ito/tokio {x:.2}"));
-        eprintln!(
-            "  {:5} {:12} {:4} tasks {:6} sleep {:2} ms pool {:>4}: {:>10} runs/s, rss +{:>6} KiB, {:>3} threads{ratio}{}",
-            r.imp,
-            r.mode,
-            r.caller.name(),
-            r.tasks,
-            r.sleep_ms,
-            r.pool_size.map_or("-".into(), |p| p.to_string()),
-            r.runs_per_s.map_or("-".into(), |x| format!("{x:.0}")),
-            r.rss_growth_bytes
-                .map_or("-".into(), |b| (b / 1024).to_string()),
-            r.peak_threads.map_or("-".into(), |t| t.to_string()),
-            r.error
-                .as_deref()
-                .map_or(String::new(), |e| format!("  FAILED: {e}")),
-        );
-    }
-    let ito = records.iter().filter(|r| r.imp == "ito" && r.ok);
-    for r in ito {
-        if r.mode == "spawn" && r.tasks == 100 && r.sleep_ms == 0 {
-            if let Some(x) = tokio_of(r).and_then(|t| Some(r.runs_per_s? / t.runs_per_s?)) {
-                let met = if x >= 3.0 { "met" } else { "NOT met" };
-                eprintln!(
-                    "  criterion 1, 100 tasks, spawn, caller {}: ito/tokio {x:.2} (target 3): {met}",
-                    r.caller.name()
-                );
-            }
-        }
-        if r.mode == "pool" && r.tasks == 100 && r.sleep_ms == 1 && r.pool_size == Some(50) {
-            let x = r.runs_per_s.unwrap_or(0.0);
-            let met = if x >= 400.0 { "met" } else { "NOT met" };
-            eprintln!(
-                "  criterion 2, 100 tasks, 1 ms, pool 50, caller {}: {x:.0} runs/s (target 400): {met}",
-                r.caller.name()
-            );
-        }
-        if r.tasks == 10_000 {
-            if let Some(b) = r.rss_growth_bytes {
-                let met = if b < 4 << 20 { "met" } else { "NOT met" };
-                eprintln!(
-                    "  criterion 3, 10,000 tasks, {}, caller {}: RSS +{:.2} MiB (target < 4 MiB): {met}",
-                    r.mode,
-                    r.caller.name(),
-                    b as f64 / f64::from(1 << 20)
-                );
-            }
-        }
-    }
-}
+use summary::summarize;

@@ -1,0 +1,74 @@
+//! The summary on stderr of `pool`.
+
+use super::*;
+
+/// The summary on stderr: every configuration's throughput, ito/tokio ratios, and the issue's
+/// criteria where a configuration matches one.
+pub(super) fn summarize(records: &[PoolRecord]) {
+    eprintln!("pool: runs/s (ito/tokio) and peak RSS growth");
+    let tokio_of = |r: &PoolRecord| {
+        records.iter().find(|t| {
+            t.imp == "tokio"
+                && t.mode == r.mode
+                && t.tasks == r.tasks
+                && t.sleep_ms == r.sleep_ms
+                && t.pool_size == r.pool_size
+                && t.caller == r.caller
+                && t.countdown == r.countdown
+        })
+    };
+    for r in records {
+        let ratio = (r.imp == "ito")
+            .then(|| tokio_of(r))
+            .flatten()
+            .and_then(|t| Some(r.runs_per_s? / t.runs_per_s?))
+            .map_or(String::new(), |x| format!("  ito/tokio {x:.2}"));
+        eprintln!(
+            "  {:5} {:12} {:4} tasks {:6} sleep {:2} ms pool {:>4}: {:>10} runs/s, rss +{:>6} KiB, {:>3} threads{ratio}{}",
+            r.imp,
+            r.mode,
+            r.caller.name(),
+            r.tasks,
+            r.sleep_ms,
+            r.pool_size.map_or("-".into(), |p| p.to_string()),
+            r.runs_per_s.map_or("-".into(), |x| format!("{x:.0}")),
+            r.rss_growth_bytes
+                .map_or("-".into(), |b| (b / 1024).to_string()),
+            r.peak_threads.map_or("-".into(), |t| t.to_string()),
+            r.error
+                .as_deref()
+                .map_or(String::new(), |e| format!("  FAILED: {e}")),
+        );
+    }
+    let ito = records.iter().filter(|r| r.imp == "ito" && r.ok);
+    for r in ito {
+        if r.mode == "spawn" && r.tasks == 100 && r.sleep_ms == 0 {
+            if let Some(x) = tokio_of(r).and_then(|t| Some(r.runs_per_s? / t.runs_per_s?)) {
+                let met = if x >= 3.0 { "met" } else { "NOT met" };
+                eprintln!(
+                    "  criterion 1, 100 tasks, spawn, caller {}: ito/tokio {x:.2} (target 3): {met}",
+                    r.caller.name()
+                );
+            }
+        }
+        if r.mode == "pool" && r.tasks == 100 && r.sleep_ms == 1 && r.pool_size == Some(50) {
+            let x = r.runs_per_s.unwrap_or(0.0);
+            let met = if x >= 400.0 { "met" } else { "NOT met" };
+            eprintln!(
+                "  criterion 2, 100 tasks, 1 ms, pool 50, caller {}: {x:.0} runs/s (target 400): {met}",
+                r.caller.name()
+            );
+        }
+        if r.tasks == 10_000 {
+            if let Some(b) = r.rss_growth_bytes {
+                let met = if b < 4 << 20 { "met" } else { "NOT met" };
+                eprintln!(
+                    "  criterion 3, 10,000 tasks, {}, caller {}: RSS +{:.2} MiB (target < 4 MiB): {met}",
+                    r.mode,
+                    r.caller.name(),
+                    b as f64 / f64::from(1 << 20)
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Which steps `seeds` runs, at which sizes, under which timeouts.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::ValueEnum;
+use serde_json::{Value, json};
+
+use super::PeerPolicy;
+use crate::measure::{self, Record};
+
+mod sizes;
+mod steps;
+
+use sizes::*;
+use steps::*;
+
+/// One of the five source documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub(crate) enum Doc {
+    /// "Avoid Await.result": fib on futures (and ito's fork-join).
+    #[value(name = "000")]
+    D000,
+    /// spawn/chain: processes with mailboxes (and messaging).
+    #[value(name = "001")]
+    D001,
+    /// Parallel find.
+    #[value(name = "002")]
+    D002,
+    /// Coro thread pools.
+    #[value(name = "003")]
+    D003,
+    /// STM-based futures and promises (and the STM bank).
+    #[value(name = "004")]
+    D004,
+}
+
+impl Doc {
+    /// Every document, in order.
+    pub(crate) const ALL: [Doc; 5] = [Doc::D000, Doc::D001, Doc::D002, Doc::D003, Doc::D004];
+
+    /// `"000"` to `"004"`.
+    pub(crate) fn id(self) -> &'static str {
+        match self {
+            Doc::D000 => "000",
+            Doc::D001 => "001",
+            Doc::D002 => "002",
+            Doc::D003 => "003",
+            Doc::D004 => "004",
+        }
+    }
+}
+
+/// How big the run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Size {
+    /// Seconds: every step at a token size (CI).
+    Smoke,
+    /// Under 3 minutes on 2 cores.
+    Quick,
+    /// The documents' sizes where they fit in about 20 minutes.
+    Full,
+}
+
+impl Size {
+    /// `smoke`, `quick`, `full`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Size::Smoke => "smoke",
+            Size::Quick => "quick",
+            Size::Full => "full",
+        }
+    }
+}
+
+/// What `Plan::build` needs to know.
+pub(crate) struct Config {
+    pub(crate) size: Size,
+    pub(crate) peers: PeerPolicy,
+    /// Empty: every document.
+    pub(crate) only: Vec<Doc>,
+    /// The workspace root (bench/peers).
+    pub(crate) root: PathBuf,
+    /// A scratch directory for the find tree, on tmpfs where there is one (removed at the
+    /// end).
+    pub(crate) scratch: PathBuf,
+    /// A scratch directory on disk for the second find tree (removed at the end).
+    pub(crate) disk_scratch: PathBuf,
+    /// `--ito-find`.
+    pub(crate) ito_find: Option<PathBuf>,
+}
+
+/// The program a step runs.
+#[derive(Clone, Debug)]
+pub(crate) enum Program {
+    /// This executable.
+    SelfExe,
+    /// Another program (a peer's script, cargo).
+    Path(PathBuf),
+}
+
+/// How a step's stdout becomes records.
+#[derive(Clone, Debug)]
+pub(crate) enum Parse {
+    /// Every line that is a JSON object with an `experiment` field is a record.
+    Records,
+    /// A setup step: its output is only logged; a `skipped:` line skips the steps that need it.
+    Setup,
+    /// The Scala fib peer's one line `{"result","seconds","rss_bytes","peak_threads"}`.
+    ScalaFib {
+        /// Argument of fib (the result is checked against it).
+        n: u64,
+    },
+}
+
+/// One step: one child process.
+#[derive(Clone, Debug)]
+pub(crate) struct Step {
+    /// The document whose experiment this is.
+    pub(crate) doc: Doc,
+    /// Shown in the progress and the report.
+    pub(crate) label: String,
+    /// What runs.
+    pub(crate) program: Program,
+    /// Its arguments.
+    pub(crate) args: Vec<String>,
+    /// How its output is read.
+    pub(crate) parse: Parse,
+    /// The child's process group is killed after this.
+    pub(crate) timeout: Duration,
+    /// Expected wall-clock time, for the progress bar's estimate.
+    pub(crate) estimate: Duration,
+    /// The record a step that leaves none (timeout, crash, skip) stands in with.
+    pub(crate) template: Option<Value>,
+    /// A fib series: after a failed step, the later steps of the same series are not run.
+    pub(crate) series: Option<String>,
+    /// Setup steps this one needs (by their `provides`).
+    pub(crate) needs: Vec<&'static str>,
+    /// What this setup step provides.
+    pub(crate) provides: Option<&'static str>,
+    /// Whether the step measures ito (a failure of it is a failure of the command).
+    pub(crate) ito_step: bool,
+}
+
+impl Step {
+    fn bench(
+        doc: Doc,
+        label: impl Into<String>,
+        args: &[&str],
+        timeout_s: f64,
+        est_s: f64,
+    ) -> Self {
+        Step {
+            doc,
+            label: label.into(),
+            program: Program::SelfExe,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            parse: Parse::Records,
+            // The subcommands keep their own timeouts; this one only catches a hang of the
+            // whole child.
+            timeout: Duration::from_secs_f64(timeout_s),
+            estimate: Duration::from_secs_f64(est_s),
+            template: None,
+            series: None,
+            needs: Vec::new(),
+            provides: None,
+            ito_step: true,
+        }
+    }
+}
+
+/// The steps of one run.
+pub(crate) struct Plan {
+    /// In order.
+    pub(crate) steps: Vec<Step>,
+}
+
+impl Plan {
+    /// The steps for `cfg`.
+    pub(crate) fn build(cfg: &Config) -> Plan {
+        let s = Sizes::of(cfg.size);
+        let workers = measure::nproc();
+        let mut steps = Vec::new();
+        let wants = |d: Doc| cfg.only.is_empty() || cfg.only.contains(&d);
+        let peers = cfg.peers != PeerPolicy::None;
+        if wants(Doc::D000) {
+            fib_steps(&mut steps, &s, workers, cfg, peers);
+            let mut args = vec![
+                "join",
+                "--workload",
+                "fib,tree,sort,nqueens",
+                "--n",
+                s.join_n,
+            ];
+            if let Some(c) = s.join_cutoff {
+                args.extend(["--cutoff", c]);
+            }
+            let (w, r) = (workers.to_string(), s.cell_runs.to_string());
+            args.extend(["--impl", "ito,rayon,seq", "--workers", &w, "--repeat", &r]);
+            args.extend(["--timeout-s", "120"]);
+            let est = match cfg.size {
+                Size::Smoke => 0.5,
+                Size::Quick => 2.0,
+                Size::Full => 90.0,
+            };
+            steps.push(Step::bench(
+                Doc::D000,
+                "join: fib, tree, sort, nqueens",
+                &args,
+                600.0,
+                est,
+            ));
+        }
+        if wants(Doc::D001) {
+            chain_steps(&mut steps, &s, workers, peers);
+            let (w, r, rounds) = (
+                workers.to_string(),
+                s.cell_runs.to_string(),
+                s.msg_rounds.to_string(),
+            );
+            let common = [
+                "--impl",
+                "ito,tokio",
+                "--workers",
+                &w,
+                "--repeat",
+                &r,
+                "--timeout-s",
+                "60",
+            ];
+            let mut pp = vec!["ping-pong", "--rounds", &rounds];
+            pp.extend(common);
+            steps.push(Step::bench(
+                Doc::D001,
+                "ping-pong",
+                &pp,
+                300.0,
+                s.msg_rounds as f64 * 1e-6 * 3.0 + 0.1,
+            ));
+            let mut fi = vec!["fan-in", "--senders", "8", "--messages", &rounds];
+            fi.extend(common);
+            steps.push(Step::bench(
+                Doc::D001,
+                "fan-in",
+                &fi,
+                300.0,
+                s.msg_rounds as f64 * 1e-6 * 8.0 + 0.1,
+            ));
+        }
+        if wants(Doc::D002) {
+            find_steps(&mut steps, &s, cfg);
+        }
+        if wants(Doc::D003) {
+            pool_steps(&mut steps, &s, workers);
+        }
+        if wants(Doc::D004) {
+            futures_steps(&mut steps, &s, workers);
+            // The comparison runs without the auditor (its reads change what each
+            // implementation does); one run with it reports the audits per second beside.
+            let (ops, r) = (s.bank_ops.to_string(), s.cell_runs.to_string());
+            for (label, audit, repeat) in [
+                ("stm-bank: ito::stm vs stm crate vs mutex", false, &r),
+                (
+                    "stm-bank with the auditor (audits per second)",
+                    true,
+                    &"1".to_owned(),
+                ),
+            ] {
+                let mut args = vec![
+                    "stm-bank",
+                    "--threads",
+                    "1,2",
+                    "--ops",
+                    &ops,
+                    "--repeat",
+                    repeat,
+                    "--timeout-s",
+                    "120",
+                ];
+                if audit {
+                    args.push("--audit");
+                }
+                let reps: f64 = repeat.parse().unwrap_or(1.0);
+                let est = s.bank_ops as f64 * 1e-7 * 6.0 * reps + 0.1;
+                steps.push(Step::bench(Doc::D004, label, &args, 600.0, est));
+            }
+        }
+        Plan { steps }
+    }
+
+    /// The steps as text (`--dry-run`).
+    pub(crate) fn describe(&self) -> String {
+        let mut out = String::new();
+        let total: f64 = self.steps.iter().map(|s| s.estimate.as_secs_f64()).sum();
+        for (i, s) in self.steps.iter().enumerate() {
+            let prog = match &s.program {
+                Program::SelfExe => "ito-bench".to_owned(),
+                Program::Path(p) => p.display().to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "{:>3} [{}] {:<44} timeout {:>5.0} s  est {:>6.1} s  {} {}",
+                i + 1,
+                s.doc.id(),
+                s.label,
+                s.timeout.as_secs_f64(),
+                s.estimate.as_secs_f64(),
+                prog,
+                s.args.join(" ")
+            );
+        }
+        let _ = writeln!(out, "{} steps, estimated {total:.0} s", self.steps.len());
+        out
+    }
+}

@@ -168,7 +168,7 @@
 //! | the runtime: builder, handle, queues, workers, threads, shutdown, metrics | `runtime/` (its module docs have a table) |
 //! | parking: searching, sleeping, waking, outside threads, the spin policy | `runtime/park/` (`README.md` there has the protocol) |
 //! | a blocking wait: help with the awaited task, else block and compensate | `runtime/block_until.rs` |
-//! | fork-join: the join stack, the shelf, the latch | `join/` |
+//! | fork-join: the join stack, the shelf, the latch | `runtime/join/` (part of the runtime: workers steal its jobs) |
 //! | cancellation of tasks | `task/cancel.rs` |
 //! | scopes, `race`, `TaskSet`, `CancellationToken` | `scope/` |
 //! | semaphores, locks, latches, pools; one wait list | `sync/` (`sync/wait_list.rs`) |
@@ -208,7 +208,6 @@ pub mod channel;
 pub(crate) mod coro;
 mod failure;
 pub mod future;
-mod join;
 mod loom;
 mod magazine;
 pub mod process;
@@ -250,7 +249,7 @@ struct ReadmeDoctests;
 
 pub use failure::{Failure, PanicPayload};
 pub use future::{Future, Promise};
-pub use join::{block_in_place, join, join3};
+pub use runtime::join::{block_in_place, join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};
 pub use scope::{
     CancellationToken, Scope, ScopeError, TaskSet, first_ok, race, scope, scope_fn,

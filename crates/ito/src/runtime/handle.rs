@@ -112,7 +112,7 @@ impl Runtime {
         F: FnOnce() -> R + Send,
         R: Send,
     {
-        crate::join::install_on(self.shared, f)
+        crate::runtime::join::install_on(self.shared, f)
     }
 
     /// [`join`](crate::join) on this runtime: runs `a` and `b`, potentially in parallel, on

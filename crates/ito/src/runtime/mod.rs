@@ -9,6 +9,7 @@
 //! | `handle.rs` | [`Runtime`] (the owning handle) and the global runtime | nothing |
 //! | `inject.rs` | putting tasks on queues: spawns, wake-ups, batches from outside | `injector` |
 //! | `worker.rs` | a worker's slot and context, and its loop | its own slot |
+//! | `join/` | fork-join: [`join`](crate::join), the join stack, the shelf of exposed jobs, their latches | its thread's shelf and stack |
 //! | `threads.rs` | starting, retiring and compensating threads | `threads` |
 //! | `park/` | sleeping and waking threads, counting outside threads | `sleep` |
 //! | `block_until.rs` | a blocking wait on a completion cell | nothing shared |
@@ -27,6 +28,7 @@ pub(crate) mod blocking;
 mod builder;
 mod handle;
 mod inject;
+pub(crate) mod join;
 mod metrics;
 pub(crate) mod park;
 mod shutdown;

@@ -30,7 +30,7 @@ impl Shared {
         if let Some(ctx) = ctx {
             // Called from inside a join side: what this thread has pending must stay
             // reachable for the threads that finish the joins.
-            crate::join::expose(ctx, usize::MAX);
+            crate::runtime::join::expose(ctx, usize::MAX);
         }
         let mut stalled = 0u32;
         loop {

@@ -308,7 +308,7 @@ impl WorkerCtx {
     pub(crate) fn enter_blocking(&self) -> BlockingGuard {
         // Joins in progress below this frame would be out of reach while we sleep, and the
         // wait may well be for one of them.
-        crate::join::expose(self, usize::MAX);
+        crate::runtime::join::expose(self, usize::MAX);
         self.flush_lifo();
         let shared = self.shared;
         if shared.is_shutdown() {

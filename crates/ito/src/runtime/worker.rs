@@ -29,8 +29,8 @@ use crossbeam_utils::CachePadded;
 use super::Shared;
 use super::metrics::{SlotMetrics, bump};
 use super::park::{Idler, Parker, Seeker};
-use crate::join::shelf::{JobRef, Shelf};
-use crate::join::stack::JoinStack;
+use crate::runtime::join::shelf::{JobRef, Shelf};
+use crate::runtime::join::stack::JoinStack;
 use crate::task::TaskRef;
 
 /// Tasks run between two looks at the injector.
@@ -328,7 +328,7 @@ impl WorkerCtx {
                 self.stop_searching();
                 bump(&self.slot().metrics.join_steals);
                 // SAFETY: we took it from a shelf.
-                unsafe { crate::join::run_stolen(j) };
+                unsafe { crate::runtime::join::run_stolen(j) };
             }
         }
     }

@@ -76,26 +76,7 @@ pub use rwlock::{Read, RwLock, RwLockReadGuard, RwLockWriteGuard, Write};
 pub use semaphore::Semaphore;
 pub use wait_group::{WaitGroup, WaitGroupWait};
 
-/// Retries `attempt` a few times, spinning and then yielding between tries (crossbeam's
-/// `Backoff`), before a blocking call parks: a wait shorter than a park and a wake-up (two
-/// context switches) ends here. `attempt` returns `Ok` when it is done (a success or a final
-/// error) and `Err` with its input to be tried again; the last `Err` is returned.
-pub(crate) fn spin_briefly<S, R>(
-    mut state: S,
-    mut attempt: impl FnMut(S) -> Result<R, S>,
-) -> Result<R, S> {
-    let backoff = crossbeam_utils::Backoff::new();
-    loop {
-        state = match attempt(state) {
-            Ok(done) => return Ok(done),
-            Err(again) => again,
-        };
-        if backoff.is_completed() {
-            return Err(state);
-        }
-        backoff.snooze();
-    }
-}
+pub(crate) use crate::runtime::park::spin_briefly;
 
 /// Runs `fut` to completion on this thread, the way every blocking call of this module waits:
 /// through `block_on_cancellable`, which parks the thread (handing a worker's place to another

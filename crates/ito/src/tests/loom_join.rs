@@ -8,8 +8,8 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use crate::join::job::{JobHeader, JoinLatch, StackJob};
-use crate::join::shelf::{Reclaim, Shelf};
+use crate::runtime::join::job::{JobHeader, JoinLatch, StackJob};
+use crate::runtime::join::shelf::{Reclaim, Shelf};
 
 /// Owner exposes its job and comes back for it while a thief tries to steal it: the job runs
 /// exactly once, its result reaches the owner, and a sleeping owner is always woken.

@@ -27,7 +27,7 @@ use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering, fence};
 pub(crate) use outside::{CountedOutside, park_blocked, pause_outside};
 pub(crate) use parker::{Parker, Unparker};
 pub(crate) use sleep::{Idler, Seeker};
-pub(crate) use spin::Spin;
+pub(crate) use spin::{Backoff, Spin, spin_briefly};
 
 /// The runtime's half of parking: who searches, who sleeps, who runs, and how to wake them.
 pub(crate) struct Sleep {

@@ -13,10 +13,17 @@
 //!   rounds it yields its CPU between looks, so a machine with more runnable threads than CPUs
 //!   runs the others.
 //!
+//! - [`Backoff`]: a thread that retries an operation before it parks (a lock, a semaphore or
+//!   a channel operation in [`spin_briefly`]; a join's owner waiting for its stolen half, between
+//!   attempts to take part of that half's work) uses crossbeam's exponential backoff: spin
+//!   hints doubling up to 64, then a few yields, about as long as a park and a wake-up.
+//!
 //! A worker that waits for a result never spins: it gives its place away instead, because its
 //! spinning would hold the CPU that the awaited task needs.
 
 use std::time::{Duration, Instant};
+
+pub(crate) use crossbeam_utils::Backoff;
 
 /// How long a thread outside the runtime spins for a result before it parks.
 const OUTSIDE_WINDOW: Duration = Duration::from_micros(5);
@@ -115,6 +122,26 @@ impl Spin {
                 }
             }
         }
+    }
+}
+
+/// Retries `attempt` with [`Backoff`] before a blocking call of `sync` or `channel` parks: a wait shorter than a park and a wake-up (two
+/// context switches) ends here. `attempt` returns `Ok` when it is done (a success or a final
+/// error) and `Err` with its input to be tried again; the last `Err` is returned.
+pub(crate) fn spin_briefly<S, R>(
+    mut state: S,
+    mut attempt: impl FnMut(S) -> Result<R, S>,
+) -> Result<R, S> {
+    let backoff = Backoff::new();
+    loop {
+        state = match attempt(state) {
+            Ok(done) => return Ok(done),
+            Err(again) => again,
+        };
+        if backoff.is_completed() {
+            return Err(state);
+        }
+        backoff.snooze();
     }
 }
 

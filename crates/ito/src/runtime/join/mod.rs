@@ -24,8 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr;
 use std::thread::Result as ThreadResult;
 
-use crossbeam_utils::Backoff;
-
+use crate::runtime::park::Backoff;
 use crate::runtime::worker::{self, WorkerCtx};
 use crate::runtime::{self, Shared};
 use job::{JobHeader, JoinLatch, StackJob};

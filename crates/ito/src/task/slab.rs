@@ -4,11 +4,10 @@
 //!
 //! Every task is one allocation made by the thread that spawns it and freed by whichever
 //! thread drops its last reference, often another worker (a stolen task, a process that
-//! ends on the thread that sent it its last message). With the system allocator that cost
-//! a fifth of the time of small-task benchmarks, and glibc made it worse in two ways: a
-//! free from a thread other than the allocating one takes the allocating arena's lock
-//! (contended while that thread is allocating), and a worker thread's arena grows one page
-//! at a time with an `mprotect` call per page (50,000 calls for a million processes).
+//! ends on the thread that sent it its last message). glibc's allocator makes that costly in
+//! two ways: a free from a thread other than the allocating one takes the allocating arena's
+//! lock, and a worker thread's arena grows one page at a time with an `mprotect` call per
+//! page. The measurements are in `docs/scheduler.md`, "Task memory".
 //!
 //! Here:
 //! - a block's size class is its size rounded up to 8 bytes (classes up to [`MAX`] bytes;
@@ -16,26 +15,22 @@
 //!   class whose size is a multiple of 16 are 16-aligned;
 //! - each thread keeps, per class, two *magazines* (intrusive free lists of at most
 //!   [`MAG`] blocks): an allocation pops from the loaded one, a free pushes to it, and the
-//!   thread touches nothing shared until a magazine runs empty or full (Bonwick's
-//!   `loaded`/`previous` pair, which absorbs alternating frees and allocations without
-//!   trips to the depot);
+//!   thread touches nothing shared until a magazine runs empty or full. This is Bonwick's
+//!   `loaded`/`previous` pair, which absorbs alternating frees and allocations without trips
+//!   to the depot;
 //! - full magazines that a thread does not need go to the depot, one mutex per class, and a
 //!   thread that runs dry takes one: blocks freed by a thief go back to the spawner a
-//!   magazine (64 blocks) per lock;
+//!   magazine per lock;
 //! - a thread whose cache and the depot are empty carves a magazine's worth of fresh blocks
 //!   from its current chunk. Chunks come from the global allocator, 64 KiB at first and
-//!   doubling up to 2 MiB (so a program that spawns little stays small). They are not
-//!   advised as huge pages: on this project's machine (a VM that hands free memory back to
-//!   its host) a million-process chain then spent from 0.01 s to 0.3 s of system time
-//!   faulting them in, against a steady 0.13 s with ordinary pages, and was slower on the
-//!   median. Once a thread has carved its first 2 MiB chunk, though, each further chunk is
-//!   faulted in by one `madvise(MADV_POPULATE_WRITE)` call instead of 512 page faults
-//!   (`prefault`): the million-process chain went from 0.188 s to 0.175 s.
+//!   doubling up to 2 MiB, so a program that spawns little stays small. They are not advised
+//!   as huge pages, whose faulting cost varies widely on a VM. Once a thread has carved its
+//!   first 2 MiB chunk, each further chunk is faulted in by one
+//!   `madvise(MADV_POPULATE_WRITE)` call instead of a page fault per page (`prefault`).
 //!
 //! Memory that held tasks is kept for later tasks, never returned to the system: a program's
-//! task memory stays at its peak (a million waiting processes leave about 200 MB for
-//! reuse). The leftovers of an exiting thread (its magazines, the uncarved rest of its
-//! chunk) go to the depot and a spare list.
+//! task memory stays at its peak. The leftovers of an exiting thread (its magazines, the
+//! uncarved rest of its chunk) go to the depot and a spare list.
 //!
 //! Under loom every allocation is a plain global allocation (the models are about the state
 //! machines, not about memory).
@@ -307,9 +302,9 @@ mod imp {
             }
             drop(spares);
             let size = self.next_chunk;
-            // Once a thread has carved a chunk of the largest size it is allocating in bulk
-            // (a million-process chain carves 150 MB): its next chunks are faulted in by one
-            // call each instead of one page fault per 4 KiB page.
+            // Once a thread has carved a chunk of the largest size it is allocating in bulk:
+            // its next chunks are faulted in by one call each instead of one page fault per
+            // page.
             let populate = size == MAX_CHUNK && self.bulk;
             self.bulk |= size == MAX_CHUNK;
             self.next_chunk = (size * 2).min(MAX_CHUNK);

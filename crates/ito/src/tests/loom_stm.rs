@@ -125,6 +125,19 @@ fn loom_stm_two_word_scalar_is_not_torn() {
     });
 }
 
+/// A thread retries until `flag` is set; this thread sets it; the retrying thread must be
+/// woken (a lost wake-up is a loom deadlock) and see it.
+fn retry_until_set(g: &'static Global, flag: Arc<TVar<bool>>) {
+    let f2 = flag.clone();
+    let waiter = thread::spawn(move || {
+        atomically_in(g, |tx| -> StmResult<u8> {
+            if f2.read(tx)? { Ok(1) } else { retry() }
+        })
+    });
+    atomically_in(g, |tx| flag.write(tx, true));
+    assert_eq!(waiter.join().unwrap(), 1);
+}
+
 /// A transaction that retries until a flag is set is always woken by the commit that sets
 /// it (a lost wake-up is a loom deadlock).
 #[test]
@@ -132,14 +145,7 @@ fn loom_stm_retry_is_woken() {
     loom::model(|| {
         let g = global();
         let flag = Arc::new(TVar::new(false));
-        let f2 = flag.clone();
-        let waiter = thread::spawn(move || {
-            atomically_in(g, |tx| -> StmResult<u8> {
-                if f2.read(tx)? { Ok(1) } else { retry() }
-            })
-        });
-        atomically_in(g, |tx| flag.write(tx, true));
-        assert_eq!(waiter.join().unwrap(), 1);
+        retry_until_set(g, flag);
     });
 }
 
@@ -202,14 +208,7 @@ fn loom_stm_retry_woken_with_stale_waiters_bit() {
         let h = unsafe { hdr.as_ref() };
         let w = h.lock.load(crate::loom::Ordering::Relaxed);
         assert!(h.mark_waiters(w));
-        let f2 = flag.clone();
-        let waiter = thread::spawn(move || {
-            atomically_in(g, |tx| -> StmResult<u8> {
-                if f2.read(tx)? { Ok(1) } else { retry() }
-            })
-        });
-        atomically_in(g, |tx| flag.write(tx, true));
-        assert_eq!(waiter.join().unwrap(), 1);
+        retry_until_set(g, flag);
     });
 }
 

@@ -567,3 +567,39 @@ fn a_ping_pong_pair_does_not_starve_the_deque() {
     );
     assert!(stop.load(SeqCst));
 }
+
+/// `shutdown_timeout` returns once its bound has passed, while a task still blocks outside ito,
+/// and says that a thread had not finished; the blocked task then finishes on its own.
+#[test]
+fn shutdown_timeout_returns_while_a_task_blocks_outside_ito() {
+    let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    drop(rt.spawn_fn(move || {
+        started_tx.send(()).unwrap();
+        let _ = release_rx.recv();
+        done_tx.send(()).unwrap();
+    }));
+    started_rx.recv().unwrap();
+    assert!(
+        !rt.shutdown_timeout(std::time::Duration::from_millis(20)),
+        "a thread blocked outside ito cannot have finished"
+    );
+    assert!(
+        done_rx.try_recv().is_err(),
+        "returned before the blocked task was released"
+    );
+    release_tx.send(()).unwrap();
+    done_rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the task finishes on its own after shutdown_timeout returned");
+}
+
+/// A runtime with nothing running shuts down within its bound.
+#[test]
+fn shutdown_timeout_of_an_idle_runtime_finishes() {
+    let rt = ito::Runtime::builder().workers(2).build().unwrap();
+    assert_eq!(rt.spawn_fn(|| 1).wait(), Ok(1));
+    assert!(rt.shutdown_timeout(std::time::Duration::from_secs(30)));
+}

@@ -165,6 +165,26 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Shuts the runtime down, waiting at most `timeout` for its threads to finish the tasks
+    /// they are running (tokio's `shutdown_timeout`). Queued tasks are cancelled, as when a
+    /// runtime is dropped. Returns whether every thread finished in time; a thread still
+    /// running a task (one blocked outside ito, say) finishes it on its own and exits.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = ito::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.spawn_fn(|| 1).wait(), Ok(1));
+    /// assert!(rt.shutdown_timeout(Duration::from_secs(10)));
+    /// ```
+    pub fn shutdown_timeout(mut self, timeout: std::time::Duration) -> bool {
+        // Dropping `self` below must not shut down again without the bound.
+        self.owned = false;
+        self.shared
+            .shutdown_until(std::time::Instant::now().checked_add(timeout))
+    }
+}
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         if self.owned {

@@ -6,7 +6,7 @@
 //! exposed one before they exit, and a thread that blocks meanwhile brings in another.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Shared, threads, worker};
 use crate::task;
@@ -21,11 +21,18 @@ impl Shared {
     /// Called once per runtime (later calls return at once), from any thread, one of the
     /// runtime's own too.
     pub(super) fn shutdown(&'static self) {
+        self.shutdown_until(None);
+    }
+
+    /// [`Shared::shutdown`] that stops waiting for the runtime's threads at `deadline`.
+    /// Returns whether every thread finished; threads still running a task then finish it on
+    /// their own and exit. A second call only reports whether the threads have finished.
+    pub(super) fn shutdown_until(&'static self, deadline: Option<Instant>) -> bool {
+        let me = std::thread::current().id();
         if self.shutdown.swap(true, Ordering::SeqCst) {
-            return;
+            return self.threads.all_finished_but(me);
         }
         self.blocking.shutdown();
-        let me = std::thread::current().id();
         let ctx = worker::current_for(self);
         if let Some(ctx) = ctx {
             // Called from inside a join side: what this thread has pending must stay
@@ -51,10 +58,14 @@ impl Shared {
             if self.threads.all_finished_but(me) {
                 break;
             }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
             std::thread::sleep(SWEEP_PERIOD);
         }
         self.threads.join_all_but(me);
         self.cancel_queued();
+        true
     }
 
     /// Cancels every queued task: the injector's and every deque's.

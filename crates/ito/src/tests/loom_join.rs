@@ -8,7 +8,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use crate::join::job::{JobHeader, Latch, StackJob};
+use crate::join::job::{JobHeader, JoinLatch, StackJob};
 use crate::join::shelf::{Reclaim, Shelf};
 
 /// Owner exposes its job and comes back for it while a thief tries to steal it: the job runs
@@ -93,7 +93,7 @@ fn loom_join_stolen_panic_is_returned() {
 fn loom_join_leapfrog_takes_only_descendants() {
     loom::model(|| {
         let thief_shelf = Arc::new(Shelf::new());
-        let waited = Arc::new(Latch::new());
+        let waited = Arc::new(JoinLatch::new());
         let descendant_runs = Arc::new(AtomicUsize::new(0));
 
         let (ts, w, dr) = (thief_shelf.clone(), waited.clone(), descendant_runs.clone());

@@ -152,6 +152,23 @@ fn spawn_pusher(sleep: &Arc<Sleep>, queue: &Arc<Queue>, bit: usize) -> thread::J
     thread::spawn(move || push(&s, &q, bit))
 }
 
+/// A thread counted as running outside (in `block_on`) that parks and runs again, as
+/// `pause_outside` counts it: out, then back in; while out, it pushes `bit` if given.
+fn spawn_outside_pause(
+    sleep: &Arc<Sleep>,
+    queue: &Arc<Queue>,
+    bit: Option<usize>,
+) -> thread::JoinHandle<()> {
+    let (s, q) = (sleep.clone(), queue.clone());
+    thread::spawn(move || {
+        s.leave_outside(|| q.has_queued_work());
+        if let Some(bit) = bit {
+            push(&s, &q, bit);
+        }
+        s.enter_outside();
+    })
+}
+
 /// A push from outside racing a worker that falls asleep without having searched.
 #[test]
 fn loom_park_push_races_a_worker_falling_asleep() {
@@ -242,13 +259,7 @@ fn loom_park_a_push_deferred_to_a_leaving_watcher_is_not_lost() {
         let (sleep, queue) = runtime(2, 2, Duration::ZERO);
         sleep.enter_outside();
         let idler = Idler::new(0, false, sleep.new_parker(0));
-        let (s1, q1) = (sleep.clone(), queue.clone());
-        let outside = thread::spawn(move || {
-            // Parks (counted out), then runs again, as `pause_outside` does.
-            s1.leave_outside(|| q1.has_queued_work());
-            push(&s1, &q1, 1);
-            s1.enter_outside();
-        });
+        let outside = spawn_outside_pause(&sleep, &queue, Some(1));
         let second = spawn_pusher(&sleep, &queue, 2);
         work_until(&sleep, &queue, &idler, 3);
         outside.join().unwrap();
@@ -311,6 +322,25 @@ fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
         comp.join().unwrap();
         pusher.join().unwrap();
         assert_eq!(sleep.active(), 1);
+        assert_settled(&sleep);
+    });
+}
+
+/// The outside thread parks and runs again (counted out, then back in) while the watcher, which
+/// saw nobody outside, stops watching; a push made once the thread is back may defer its
+/// wake-up, having seen the watcher still there. The watcher must see that push: it gives up
+/// the watch before its last look.
+#[test]
+fn loom_park_a_watcher_that_stops_sees_a_push_deferred_meanwhile() {
+    loom::model(|| {
+        let (sleep, queue) = runtime(2, 2, Duration::ZERO);
+        sleep.enter_outside();
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        let outside = spawn_outside_pause(&sleep, &queue, None);
+        let pusher = spawn_pusher(&sleep, &queue, 1);
+        work_until(&sleep, &queue, &idler, 1);
+        outside.join().unwrap();
+        pusher.join().unwrap();
         assert_settled(&sleep);
     });
 }

@@ -467,6 +467,32 @@ fn block_in_place_exposes_pending_joins() {
     });
 }
 
+/// An ito wait inside `block_in_place` (a wait inside a wait) counts the worker out once: with
+/// no compensation thread allowed and the only worker blocked, a task pushed from outside
+/// still gets a thread (the no-deadlock guarantee), and it is the task the wait needs.
+#[test]
+fn a_wait_inside_block_in_place_keeps_the_no_deadlock_guarantee() {
+    within("nested wait", || {
+        let rt = ito::Runtime::builder()
+            .workers(1)
+            .max_compensation(0)
+            .build()
+            .unwrap();
+        let p = ito::Promise::<u32>::new();
+        let f = p.future();
+        std::thread::scope(|s| {
+            let rt = &rt;
+            s.spawn(move || {
+                // Let the worker park in the inner wait first (either order must work).
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                drop(rt.spawn_fn(move || p.success(7).unwrap()));
+            });
+            let got = rt.install(|| ito::block_in_place(|| f.wait()));
+            assert_eq!(got, Ok(7));
+        });
+    });
+}
+
 /// Work started from the blocking pool goes to the pool's runtime.
 #[test]
 fn the_blocking_pool_uses_its_runtime() {

@@ -304,22 +304,32 @@ pub(crate) fn start_shutdown_helper(shared: &'static Shared) {
 
 impl WorkerCtx {
     /// This thread is about to block: give its place to another thread if the runtime would
-    /// otherwise run with fewer active threads than workers.
-    pub(crate) fn enter_blocking(&self) -> BlockingGuard {
+    /// otherwise run with fewer active threads than workers. A wait inside a wait (an ito wait
+    /// in `block_in_place`'s closure) leaves the count alone: the thread is already out of it.
+    pub(crate) fn enter_blocking(&self) -> BlockingGuard<'_> {
         // Joins in progress below this frame would be out of reach while we sleep, and the
         // wait may well be for one of them.
         crate::runtime::join::expose(self, usize::MAX);
         self.flush_lifo();
         let shared = self.shared;
+        // Counting the thread out twice would take a running thread out of `active` (or wrap
+        // it below zero), and an outside push would then see no need for a thread.
+        let guard = BlockingGuard {
+            ctx: self,
+            outermost: !self.blocked.replace(true),
+        };
         if shared.is_shutdown() {
             // Nobody else may be left to run the join jobs this wait could depend on.
             if shared.has_join_work() {
                 start_shutdown_helper(shared);
             }
-            shared.sleep.remove_active();
-            return BlockingGuard { shared };
+            if guard.outermost {
+                shared.sleep.remove_active();
+            }
+            return guard;
         }
-        let before = shared.sleep.remove_active();
+        // A nested wait leaves the count, and compensation, to the outermost one.
+        let before = guard.outermost.then(|| shared.sleep.remove_active());
         // Pairs with the fence in `Shared::after_remote_push`: either we see its task here,
         // or it sees no active thread and compensates itself.
         fence(Ordering::SeqCst);
@@ -327,12 +337,12 @@ impl WorkerCtx {
         if queued {
             shared.notify_work(true);
         }
-        if before <= shared.sleep.workers() {
+        if let Some(before) = before.filter(|&b| b <= shared.sleep.workers()) {
             // Past the bound only if nobody else is active and work is waiting: otherwise
             // the blocked threads might wait for a task no thread is left to run.
             compensate(shared, before == 1 && queued);
         }
-        BlockingGuard { shared }
+        guard
     }
 
     /// A compensation thread steps back: park in the spare list until reactivated. Returns
@@ -375,13 +385,18 @@ impl WorkerCtx {
     }
 }
 
-/// Counts the thread back in as active when its wait ends.
-pub(crate) struct BlockingGuard {
-    shared: &'static Shared,
+/// Counts the thread back in as active when its outermost wait ends.
+pub(crate) struct BlockingGuard<'a> {
+    ctx: &'a WorkerCtx,
+    /// This wait counted the thread out (no enclosing one did).
+    outermost: bool,
 }
 
-impl Drop for BlockingGuard {
+impl Drop for BlockingGuard<'_> {
     fn drop(&mut self) {
-        self.shared.sleep.add_active();
+        if self.outermost {
+            self.ctx.blocked.set(false);
+            self.ctx.shared.sleep.add_active();
+        }
     }
 }

@@ -93,6 +93,8 @@ pub(crate) struct WorkerCtx {
     tick: Cell<u32>,
     rng: Cell<u64>,
     compensator: bool,
+    /// Counted out of the active threads by a wait in progress (`enter_blocking`).
+    pub(super) blocked: Cell<bool>,
     /// Lowest stack address a waiter may run a task inline above.
     stack_limit: usize,
     /// The joins in progress on this thread.
@@ -221,6 +223,7 @@ pub(super) fn main(
             0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
         ),
         compensator,
+        blocked: Cell::new(false),
         stack_limit: base
             .saturating_sub(stack_size)
             .saturating_add(STACK_RESERVE),

@@ -14,19 +14,46 @@ use loom::thread;
 
 use crate::runtime::park::{Idler, Seeker, Sleep};
 
-/// Queues of one counter: a push sets bits, a steal takes them all.
+/// Queues of one counter: a push sets bits, a steal takes them all (or, `one_at_a_time`, the
+/// lowest one, as a steal of one task does).
 #[derive(Default)]
 struct Queue {
     bits: AtomicUsize,
+    one_at_a_time: bool,
+}
+
+impl Queue {
+    fn one_at_a_time() -> Queue {
+        Queue {
+            bits: AtomicUsize::new(0),
+            one_at_a_time: true,
+        }
+    }
 }
 
 impl Seeker for Queue {
     type Found = usize;
     fn steal_anywhere(&self) -> Option<usize> {
-        match self.bits.swap(0, Ordering::AcqRel) {
-            0 => None,
-            bits => Some(bits),
+        if !self.one_at_a_time {
+            return match self.bits.swap(0, Ordering::AcqRel) {
+                0 => None,
+                bits => Some(bits),
+            };
         }
+        let mut bits = self.bits.load(Ordering::Acquire);
+        while bits != 0 {
+            let lowest = bits & bits.wrapping_neg();
+            match self.bits.compare_exchange(
+                bits,
+                bits & !lowest,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(lowest),
+                Err(now) => bits = now,
+            }
+        }
+        None
     }
     fn has_queued_work(&self) -> bool {
         self.bits.load(Ordering::Acquire) != 0
@@ -36,6 +63,34 @@ impl Seeker for Queue {
     }
     fn should_retire(&self) -> bool {
         false
+    }
+    fn keep_alive(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn before_park(&self) {}
+    fn count_park(&self) {}
+}
+
+/// A compensation thread's view of the queues: it is no longer needed while more threads
+/// act as workers than the runtime was sized for (`WorkerCtx::should_retire`).
+struct Compensator<'a> {
+    queue: &'a Queue,
+    sleep: &'a Sleep,
+}
+
+impl Seeker for Compensator<'_> {
+    type Found = usize;
+    fn steal_anywhere(&self) -> Option<usize> {
+        self.queue.steal_anywhere()
+    }
+    fn has_queued_work(&self) -> bool {
+        self.queue.has_queued_work()
+    }
+    fn is_shutdown(&self) -> bool {
+        false
+    }
+    fn should_retire(&self) -> bool {
+        self.sleep.over_target()
     }
     fn keep_alive(&self) -> Duration {
         Duration::from_secs(1)
@@ -56,20 +111,33 @@ fn runtime(slots: usize, workers: usize, idle_spin: Duration) -> (Arc<Sleep>, Ar
 fn work_until(sleep: &Sleep, queue: &Queue, idler: &Idler, want: usize) {
     let mut taken = 0;
     while taken != want {
+        taken |= find_work(sleep, queue, idler);
+    }
+}
+
+/// The worker loop once its own queues are empty: search, keep looking, sleep, until it finds
+/// work. Returns what it found, which it then runs (it is no longer searching).
+fn find_work(sleep: &Sleep, queue: &impl Seeker<Found = usize>, idler: &Idler) -> usize {
+    loop {
         sleep.start_looking(idler);
         if let Some(bits) = queue.steal_anywhere() {
             sleep.work_found(idler);
-            taken |= bits;
-            continue;
+            return bits;
         }
         if let Some(bits) = sleep.keep_looking(idler, queue) {
-            taken |= bits;
-            continue;
+            return bits;
         }
         if let Some(bits) = sleep.sleep(idler, queue) {
-            taken |= bits;
+            return bits;
         }
     }
+}
+
+/// Once every thread of a model is done, nobody may be left counted as searching or asleep:
+/// a count left behind would make every later push skip its wake-up, or wake a ghost.
+fn assert_settled(sleep: &Sleep) {
+    assert!(!sleep.has_searchers(), "a searcher is still counted");
+    assert!(!sleep.has_sleepers(), "a sleeper is still counted");
 }
 
 /// Pushes `bit` from outside the runtime: the injector's push, then a fenced notification.
@@ -84,6 +152,23 @@ fn spawn_pusher(sleep: &Arc<Sleep>, queue: &Arc<Queue>, bit: usize) -> thread::J
     thread::spawn(move || push(&s, &q, bit))
 }
 
+/// A thread counted as running outside (in `block_on`) that parks and runs again, as
+/// `pause_outside` counts it: out, then back in; while out, it pushes `bit` if given.
+fn spawn_outside_pause(
+    sleep: &Arc<Sleep>,
+    queue: &Arc<Queue>,
+    bit: Option<usize>,
+) -> thread::JoinHandle<()> {
+    let (s, q) = (sleep.clone(), queue.clone());
+    thread::spawn(move || {
+        s.leave_outside(|| q.has_queued_work());
+        if let Some(bit) = bit {
+            push(&s, &q, bit);
+        }
+        s.enter_outside();
+    })
+}
+
 /// A push from outside racing a worker that falls asleep without having searched.
 #[test]
 fn loom_park_push_races_a_worker_falling_asleep() {
@@ -91,12 +176,12 @@ fn loom_park_push_races_a_worker_falling_asleep() {
         let (sleep, queue) = runtime(1, 1, Duration::ZERO);
         let idler = Idler::new(0, false, sleep.new_parker(0));
         let pusher = spawn_pusher(&sleep, &queue, 1);
-        let mut taken = sleep.sleep(&idler, &*queue).unwrap_or(0);
-        taken |= queue.steal_anywhere().unwrap_or(0);
-        if taken == 0 {
+        // Woken, or awake because it saw the work: it searches next, as the worker loop does.
+        if sleep.sleep(&idler, &*queue).is_none() {
             work_until(&sleep, &queue, &idler, 1);
         }
         pusher.join().unwrap();
+        assert_settled(&sleep);
     });
 }
 
@@ -110,6 +195,7 @@ fn loom_park_push_races_the_last_searcher() {
         let pusher = spawn_pusher(&sleep, &queue, 1);
         work_until(&sleep, &queue, &idler, 1);
         pusher.join().unwrap();
+        assert_settled(&sleep);
     });
 }
 
@@ -123,6 +209,7 @@ fn loom_park_push_races_a_spinning_searcher() {
         let pusher = spawn_pusher(&sleep, &queue, 1);
         work_until(&sleep, &queue, &idler, 1);
         pusher.join().unwrap();
+        assert_settled(&sleep);
     });
 }
 
@@ -142,6 +229,7 @@ fn loom_park_deferred_push_races_the_outside_thread_leaving() {
         work_until(&sleep, &queue, &idler, 1);
         pusher.join().unwrap();
         outside.join().unwrap();
+        assert_settled(&sleep);
     });
 }
 
@@ -158,6 +246,7 @@ fn loom_park_a_push_is_deferred_only_to_a_watcher() {
         work_until(&sleep, &queue, &idler, 1);
         pusher.join().unwrap();
         outside.join().unwrap();
+        assert_settled(&sleep);
     });
 }
 
@@ -170,16 +259,88 @@ fn loom_park_a_push_deferred_to_a_leaving_watcher_is_not_lost() {
         let (sleep, queue) = runtime(2, 2, Duration::ZERO);
         sleep.enter_outside();
         let idler = Idler::new(0, false, sleep.new_parker(0));
-        let (s1, q1) = (sleep.clone(), queue.clone());
-        let outside = thread::spawn(move || {
-            // Parks (counted out), then runs again, as `pause_outside` does.
-            s1.leave_outside(|| q1.has_queued_work());
-            push(&s1, &q1, 1);
-            s1.enter_outside();
-        });
+        let outside = spawn_outside_pause(&sleep, &queue, Some(1));
         let second = spawn_pusher(&sleep, &queue, 2);
         work_until(&sleep, &queue, &idler, 3);
         outside.join().unwrap();
         second.join().unwrap();
+        assert_settled(&sleep);
+    });
+}
+
+/// Two pushes and two workers, each of which runs the first task it finds for ever (a long
+/// task): the searcher that finds work must wake the other worker if a push skipped its
+/// wake-up because it saw that searcher, or the second task waits for ever.
+#[test]
+fn loom_park_a_searcher_that_finds_work_wakes_the_next() {
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(2, 2, Duration::ZERO));
+        let queue = Arc::new(Queue::one_at_a_time());
+        let (s1, q1) = (sleep.clone(), queue.clone());
+        let other = thread::spawn(move || {
+            let idler = Idler::new(1, false, s1.new_parker(1));
+            find_work(&s1, &*q1, &idler)
+        });
+        let (s2, q2) = (sleep.clone(), queue.clone());
+        let pusher = thread::spawn(move || {
+            push(&s2, &q2, 1);
+            push(&s2, &q2, 2);
+        });
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        let mine = find_work(&sleep, &*queue, &idler);
+        let theirs = other.join().unwrap();
+        pusher.join().unwrap();
+        assert_eq!(mine | theirs, 3);
+        assert_settled(&sleep);
+    });
+}
+
+/// A compensation thread that is no longer needed sleeps; a push wakes it just as it decides
+/// to retire. It retires as `WorkerCtx::retire` begins (`try_retire`, then it stops
+/// searching), and the worker, asleep, must still get the work: the wake-up the compensation
+/// thread was counted for is handed on.
+#[test]
+fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
+    loom::model(|| {
+        // Worker 0, and compensation thread 1: one more active thread than the target.
+        let (sleep, queue) = runtime(2, 1, Duration::ZERO);
+        sleep.add_active();
+        let (s1, q1) = (sleep.clone(), queue.clone());
+        let comp = thread::spawn(move || {
+            let idler = Idler::new(1, true, s1.new_parker(1));
+            let seeker = Compensator {
+                queue: &q1,
+                sleep: &s1,
+            };
+            assert!(s1.sleep(&idler, &seeker).is_none(), "it never searched");
+            assert!(s1.try_retire(), "the only surplus thread retires");
+            s1.work_found(&idler);
+        });
+        let pusher = spawn_pusher(&sleep, &queue, 1);
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        work_until(&sleep, &queue, &idler, 1);
+        comp.join().unwrap();
+        pusher.join().unwrap();
+        assert_eq!(sleep.active(), 1);
+        assert_settled(&sleep);
+    });
+}
+
+/// The outside thread parks and runs again (counted out, then back in) while the watcher, which
+/// saw nobody outside, stops watching; a push made once the thread is back may defer its
+/// wake-up, having seen the watcher still there. The watcher must see that push: it gives up
+/// the watch before its last look.
+#[test]
+fn loom_park_a_watcher_that_stops_sees_a_push_deferred_meanwhile() {
+    loom::model(|| {
+        let (sleep, queue) = runtime(2, 2, Duration::ZERO);
+        sleep.enter_outside();
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        let outside = spawn_outside_pause(&sleep, &queue, None);
+        let pusher = spawn_pusher(&sleep, &queue, 1);
+        work_until(&sleep, &queue, &idler, 1);
+        outside.join().unwrap();
+        pusher.join().unwrap();
+        assert_settled(&sleep);
     });
 }

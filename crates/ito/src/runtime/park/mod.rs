@@ -79,7 +79,10 @@ impl Sleep {
     /// life (a compensation slot hands it to the slot's next thread).
     pub(crate) fn new_parker(&self, index: usize) -> Parker {
         let parker = Parker::new();
-        let _ = self.unparkers[index].set(parker.unparker());
+        assert!(
+            self.unparkers[index].set(parker.unparker()).is_ok(),
+            "ito: slot {index} was given a second parker"
+        );
         parker
     }
 

@@ -234,14 +234,11 @@ unsafe impl<R: Send> Send for SendCoro<R> {}
 
 impl<R: Send + 'static> SendCoro<R> {
     /// Like [`Coro::new`] (with its errors), for a `Send` function and result.
-    pub(crate) fn new<F>(
+    pub(crate) fn new<F: FnOnce() -> R + Send + 'static>(
         pool: &StackPool,
         name: impl Into<Cow<'static, str>>,
         f: F,
-    ) -> io::Result<Self>
-    where
-        F: FnOnce() -> R + Send + 'static,
-    {
+    ) -> io::Result<Self> {
         Ok(SendCoro {
             coro: std::mem::ManuallyDrop::new(Coro::new(pool, name, f)?),
         })

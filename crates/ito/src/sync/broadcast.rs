@@ -464,6 +464,10 @@ pub enum RecvError {
 /// use ito::sync::broadcast::{self, TryRecvError};
 /// let (tx, mut rx) = broadcast::channel::<u8>(1);
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+/// tx.send(1).unwrap();
+/// tx.send(2).unwrap(); // overwrites 1, which `rx` had not read
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Lagged(1)));
+/// assert_eq!(rx.try_recv(), Ok(2));
 /// drop(tx);
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
 /// ```
@@ -472,10 +476,10 @@ pub enum RecvError {
 pub enum TryRecvError {
     /// Nothing new to read yet.
     Empty,
-    /// Every sender is gone and this receiver read everything.
-    Closed,
     /// This receiver fell behind by that many values (see [`RecvError::Lagged`]).
     Lagged(u64),
+    /// Every sender is gone and this receiver read everything.
+    Closed,
 }
 
 impl TryRecvError {

@@ -169,6 +169,24 @@ fn spawn_outside_pause(
     })
 }
 
+/// Worker 0 of `sleep` runs until it has taken every bit of `want`, while the threads that
+/// `race` starts (after the worker's parker is registered) run beside it; then they are
+/// joined and the counts must have settled.
+fn race_worker(
+    sleep: &Arc<Sleep>,
+    queue: &Arc<Queue>,
+    want: usize,
+    race: impl FnOnce() -> Vec<thread::JoinHandle<()>>,
+) {
+    let idler = Idler::new(0, false, sleep.new_parker(0));
+    let others = race();
+    work_until(sleep, queue, &idler, want);
+    for t in others {
+        t.join().unwrap();
+    }
+    assert_settled(sleep);
+}
+
 /// A push from outside racing a worker that falls asleep without having searched.
 #[test]
 fn loom_park_push_races_a_worker_falling_asleep() {
@@ -191,11 +209,10 @@ fn loom_park_push_races_a_worker_falling_asleep() {
 fn loom_park_push_races_the_last_searcher() {
     loom::model(|| {
         let (sleep, queue) = runtime(1, 1, Duration::ZERO);
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        work_until(&sleep, &queue, &idler, 1);
-        pusher.join().unwrap();
-        assert_settled(&sleep);
+        race_worker(&sleep, &queue, 1, || {
+            let pusher = spawn_pusher(&sleep, &queue, 1);
+            vec![pusher]
+        });
     });
 }
 
@@ -205,11 +222,10 @@ fn loom_park_push_races_the_last_searcher() {
 fn loom_park_push_races_a_spinning_searcher() {
     loom::model(|| {
         let (sleep, queue) = runtime(1, 1, Duration::from_micros(50));
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        work_until(&sleep, &queue, &idler, 1);
-        pusher.join().unwrap();
-        assert_settled(&sleep);
+        race_worker(&sleep, &queue, 1, || {
+            let pusher = spawn_pusher(&sleep, &queue, 1);
+            vec![pusher]
+        });
     });
 }
 
@@ -222,14 +238,12 @@ fn loom_park_deferred_push_races_the_outside_thread_leaving() {
     loom::model(|| {
         let (sleep, queue) = runtime(2, 2, Duration::ZERO);
         sleep.enter_outside();
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        let (s3, q3) = (sleep.clone(), queue.clone());
-        let outside = thread::spawn(move || s3.leave_outside(|| q3.has_queued_work()));
-        work_until(&sleep, &queue, &idler, 1);
-        pusher.join().unwrap();
-        outside.join().unwrap();
-        assert_settled(&sleep);
+        race_worker(&sleep, &queue, 1, || {
+            let pusher = spawn_pusher(&sleep, &queue, 1);
+            let (s3, q3) = (sleep.clone(), queue.clone());
+            let outside = thread::spawn(move || s3.leave_outside(|| q3.has_queued_work()));
+            vec![pusher, outside]
+        });
     });
 }
 
@@ -239,14 +253,12 @@ fn loom_park_deferred_push_races_the_outside_thread_leaving() {
 fn loom_park_a_push_is_deferred_only_to_a_watcher() {
     loom::model(|| {
         let (sleep, queue) = runtime(2, 2, Duration::ZERO);
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let s1 = sleep.clone();
-        let outside = thread::spawn(move || s1.enter_outside());
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        work_until(&sleep, &queue, &idler, 1);
-        pusher.join().unwrap();
-        outside.join().unwrap();
-        assert_settled(&sleep);
+        race_worker(&sleep, &queue, 1, || {
+            let s1 = sleep.clone();
+            let outside = thread::spawn(move || s1.enter_outside());
+            let pusher = spawn_pusher(&sleep, &queue, 1);
+            vec![pusher, outside]
+        });
     });
 }
 
@@ -258,13 +270,11 @@ fn loom_park_a_push_deferred_to_a_leaving_watcher_is_not_lost() {
     loom::model(|| {
         let (sleep, queue) = runtime(2, 2, Duration::ZERO);
         sleep.enter_outside();
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let outside = spawn_outside_pause(&sleep, &queue, Some(1));
-        let second = spawn_pusher(&sleep, &queue, 2);
-        work_until(&sleep, &queue, &idler, 3);
-        outside.join().unwrap();
-        second.join().unwrap();
-        assert_settled(&sleep);
+        race_worker(&sleep, &queue, 3, || {
+            let outside = spawn_outside_pause(&sleep, &queue, Some(1));
+            let second = spawn_pusher(&sleep, &queue, 2);
+            vec![outside, second]
+        });
     });
 }
 
@@ -335,12 +345,10 @@ fn loom_park_a_watcher_that_stops_sees_a_push_deferred_meanwhile() {
     loom::model(|| {
         let (sleep, queue) = runtime(2, 2, Duration::ZERO);
         sleep.enter_outside();
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let outside = spawn_outside_pause(&sleep, &queue, None);
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        work_until(&sleep, &queue, &idler, 1);
-        outside.join().unwrap();
-        pusher.join().unwrap();
-        assert_settled(&sleep);
+        race_worker(&sleep, &queue, 1, || {
+            let outside = spawn_outside_pause(&sleep, &queue, None);
+            let pusher = spawn_pusher(&sleep, &queue, 1);
+            vec![outside, pusher]
+        });
     });
 }

@@ -142,3 +142,48 @@ fn call_timeout_and_failures() {
         other => panic!("expected NoProc(Get), got {:?}", other.map(|_| ())),
     }
 }
+
+/// Names are per runtime: a process registered on one runtime is not found from another, and
+/// each runtime may give the same name to a process of its own.
+#[test]
+fn names_are_per_runtime() {
+    let one = ito::Runtime::builder().workers(1).build().unwrap();
+    let two = ito::Runtime::builder().workers(1).build().unwrap();
+    let p = one.block_on(async {
+        let p = process::spawn(|mut mb: Mailbox<u8>| async move {
+            mb.recv().await;
+        });
+        process::register("per-runtime", &p).unwrap();
+        p
+    });
+    assert_eq!(
+        one.block_on(async { process::whereis::<u8>("per-runtime") }),
+        Some(p.clone())
+    );
+    assert_eq!(
+        two.block_on(async { process::whereis::<u8>("per-runtime") }),
+        None,
+        "found from another runtime"
+    );
+    let q = two.block_on(async {
+        let q = process::spawn(|mut mb: Mailbox<u8>| async move {
+            mb.recv().await;
+        });
+        process::register("per-runtime", &q).unwrap();
+        q
+    });
+    assert_eq!(
+        two.block_on(async { process::whereis::<u8>("per-runtime") }),
+        Some(q.clone())
+    );
+    assert!(!two.block_on(async { process::unregister("no-such-name") }));
+    p.send(0).unwrap();
+    q.send(0).unwrap();
+    assert!(p.on_exit().wait().is_ok());
+    assert!(q.on_exit().wait().is_ok());
+    assert_eq!(
+        one.block_on(async { process::whereis::<u8>("per-runtime") }),
+        None,
+        "an ended process keeps its name"
+    );
+}

@@ -27,12 +27,12 @@ use std::any::Any;
 use std::cell::Cell;
 use std::ops::Deref;
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
 
 use super::exit::{Extras, MonitorRef, Notify};
 use super::mailbox::{MailboxCore, NodeBox};
 use super::pid::{AnyPid, ProcessId};
 use super::reason::Exit;
+use super::registry::Name;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering, fence};
 use crate::task::slab;
 
@@ -56,7 +56,7 @@ pub(crate) trait Ctl: Send + Sync {
     fn remove_link(&self, other: ProcessId);
     fn add_monitor(&self, mref: MonitorRef, notify: Notify) -> Result<(), (Notify, Exit)>;
     fn remove_monitor(&self, mref: MonitorRef) -> bool;
-    fn add_name(&self, name: &Arc<str>) -> bool;
+    fn add_name(&self, name: &Name) -> bool;
     /// The block itself, to downcast to its message type.
     fn as_any(&self) -> &dyn Any;
     /// Takes one more reference (an `AnyPid` clone).

@@ -44,6 +44,7 @@ use std::task::Waker;
 use super::block::{Block, Ctl};
 use super::pid::{AnyPid, ProcessId};
 use super::reason::Exit;
+use super::registry::Name;
 use crate::loom::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 /// An exit signal delivered as a message to a process that traps exits: a linked process
@@ -152,7 +153,7 @@ pub(crate) struct ExtrasInner<M> {
     links: Vec<AnyPid>,
     monitors: Vec<(MonitorRef, Notify)>,
     watching: Vec<(MonitorRef, AnyPid)>,
-    names: Vec<Arc<str>>,
+    names: Vec<Name>,
     recv_waker: Option<Waker>,
 }
 
@@ -349,7 +350,7 @@ impl<M: Send + 'static> Block<M> {
     }
 
     /// Records a name under which the registry lists this process; `false` if it has ended.
-    pub(crate) fn add_name(&self, name: &Arc<str>) -> bool {
+    pub(crate) fn add_name(&self, name: &Name) -> bool {
         let x = self.extras();
         let mut g = x.lock();
         if g.exited.is_some() {
@@ -468,7 +469,7 @@ impl<M: Send + 'static> Ctl for Block<M> {
     fn remove_monitor(&self, mref: MonitorRef) -> bool {
         Block::remove_monitor(self, mref)
     }
-    fn add_name(&self, name: &Arc<str>) -> bool {
+    fn add_name(&self, name: &Name) -> bool {
         Block::add_name(self, name)
     }
     fn as_any(&self) -> &dyn std::any::Any {

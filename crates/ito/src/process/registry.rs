@@ -1,7 +1,9 @@
 //! The process registry: names for processes ([`register`], [`whereis`], [`unregister`]).
 //!
-//! One global map from name to [`AnyPid`] behind a mutex (registration is rare; lookups are
-//! a hash and a clone). A process also remembers its names (in its extras), and forgets them
+//! Names are per runtime, as they are per node in Erlang: a name registered by code running on
+//! one runtime (a task of it, or a thread inside its `block_on`; elsewhere, the global runtime)
+//! is found only from that runtime. One map from (runtime, name) to [`AnyPid`] behind a mutex
+//! (registration is rare; lookups are a hash and a clone). A process also remembers its names (in its extras), and forgets them
 //! in the registry as it ends, before its links and monitors hear of it: a supervisor that
 //! restarts it finds the name free.
 //!
@@ -14,8 +16,25 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::pid::{AnyPid, Pid, ProcessId};
 
-fn table() -> MutexGuard<'static, HashMap<Arc<str>, AnyPid>> {
-    static TABLE: OnceLock<Mutex<HashMap<Arc<str>, AnyPid>>> = OnceLock::new();
+/// A registered name: the runtime it was registered on (its address) and the name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Name {
+    runtime: usize,
+    name: Arc<str>,
+}
+
+impl Name {
+    /// `name` on the runtime the calling code runs on.
+    fn here(name: Arc<str>) -> Name {
+        Name {
+            runtime: std::ptr::from_ref(crate::runtime::current()).addr(),
+            name,
+        }
+    }
+}
+
+fn table() -> MutexGuard<'static, HashMap<Name, AnyPid>> {
+    static TABLE: OnceLock<Mutex<HashMap<Name, AnyPid>>> = OnceLock::new();
     TABLE
         .get_or_init(Default::default)
         .lock()
@@ -67,7 +86,7 @@ pub fn register<M: Send + 'static>(
     name: impl Into<Arc<str>>,
     pid: &Pid<M>,
 ) -> Result<(), RegisterError> {
-    let name = name.into();
+    let name = Name::here(name.into());
     let mut t = table();
     if let Some(holder) = t.get(&name) {
         if holder.is_alive() {
@@ -107,7 +126,8 @@ pub fn whereis<M: Send + 'static>(name: &str) -> Option<Pid<M>> {
 /// p.kill();
 /// ```
 pub fn whereis_any(name: &str) -> Option<AnyPid> {
-    table().get(name).filter(|p| p.is_alive()).cloned()
+    let name = Name::here(name.into());
+    table().get(&name).filter(|p| p.is_alive()).cloned()
 }
 
 /// Removes the name `name`; whether it was registered.
@@ -121,12 +141,13 @@ pub fn whereis_any(name: &str) -> Option<AnyPid> {
 /// p.kill();
 /// ```
 pub fn unregister(name: &str) -> bool {
-    let removed = table().remove(name);
+    let name = Name::here(name.into());
+    let removed = table().remove(&name);
     removed.is_some()
 }
 
 /// A process that ends forgets `name`, if the name is still its own.
-pub(crate) fn forget(name: &Arc<str>, id: ProcessId) {
+pub(crate) fn forget(name: &Name, id: ProcessId) {
     let removed = {
         let mut t = table();
         match t.get(name) {

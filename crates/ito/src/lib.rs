@@ -3,8 +3,11 @@
 //! ito runs tasks on a pool of worker threads (one per core by default) that steal work from
 //! each other. Everything a task produces is a [`Future`]: a cheap, cloneable handle on one
 //! result, `Result<T, Failure>`. You can `.await` it, compose it, or simply
-//! [`wait`](Future::wait) for it, even from inside another task: waiting never pins a worker
-//! and never deadlocks an acyclic graph of futures.
+//! [`wait`](Future::wait) for it, even from inside another task: waiting never pins a worker,
+//! and a wait for a task nobody has started runs that task inline, so fork-join graphs of
+//! blocking waits never deadlock. A wait on anything else (a promise, a channel, a timer)
+//! still holds a thread while it blocks, up to a bound the [design notes](design::scheduler)
+//! state; synchronous tasks that suspend instead are the next step ([`design::coroutines`]).
 //!
 //! ## A tour
 //!
@@ -22,7 +25,9 @@
 //! **Wait however you like.** The classic deadlock of thread-pool futures (every worker
 //! blocked in `Await.result` on a task that has no worker left to run it) cannot happen: a
 //! waiting worker runs the awaited task itself if nobody started it, and otherwise hands its
-//! place to a compensation thread while it sleeps.
+//! place to a compensation thread while it sleeps. Those threads are bounded
+//! (`workers + max_compensation + 256`): a graph with more blocked waits than that in progress
+//! at once stalls, and the runtime reports it on standard error.
 //!
 //! ```
 //! fn fib(n: u64) -> ito::Future<u64> {

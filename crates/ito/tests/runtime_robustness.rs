@@ -603,3 +603,65 @@ fn shutdown_timeout_of_an_idle_runtime_finishes() {
     assert_eq!(rt.spawn_fn(|| 1).wait(), Ok(1));
     assert!(rt.shutdown_timeout(std::time::Duration::from_secs(30)));
 }
+
+/// A graph with more blocked waits in progress than the runtime can have threads stalls (a
+/// wait on a promise holds its thread); the runtime says so on standard error instead of
+/// stalling silently. Runs in a child process, which the test kills once it has seen the
+/// report: the stalled chain would otherwise never finish.
+#[test]
+fn a_stall_past_the_thread_bound_is_reported() {
+    const CHILD: &str = "ITO_TEST_STALL_CHILD";
+    if std::env::var(CHILD).is_err() {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_stall_past_the_thread_bound_is_reported",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("every thread is blocked") {
+                    let _ = tx.send(line);
+                    return;
+                }
+            }
+        });
+        let seen = rx.recv_timeout(std::time::Duration::from_secs(60));
+        let _ = child.kill();
+        let _ = child.wait();
+        let line = seen.expect("no stall report within 60 s");
+        assert!(line.contains("stall-test"), "{line}");
+        return;
+    }
+    // Task i waits for a promise that task i+1 completes after its own wait: each wait holds
+    // a thread, and 400 of them do not fit in 1 + 0 + 256 slots.
+    let rt = Runtime::builder()
+        .workers(1)
+        .max_compensation(0)
+        .stack_size(256 * 1024)
+        .thread_name("stall-test")
+        .build()
+        .unwrap();
+    let promises: Vec<Promise<u32>> = (0..=400).map(|_| Promise::new()).collect();
+    let tasks: Vec<_> = (0..400)
+        .map(|i| {
+            let mine = promises[i].future();
+            let below = promises[i + 1].clone();
+            rt.spawn_fn(move || {
+                let v = mine.wait().unwrap();
+                let _ = below.try_success(v);
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(120));
+    drop((tasks, promises));
+}

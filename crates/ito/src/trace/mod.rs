@@ -28,6 +28,10 @@ mod event;
 mod hooks;
 mod recorder;
 
+#[cfg(loom)]
+pub(crate) use buffer::ThreadBuf;
+#[cfg(loom)]
+pub(crate) use event::Event;
 pub(crate) use event::{FROM_INJECTOR, Kind, Why};
 pub(crate) use hooks::task_id;
 pub(crate) use recorder::Recorder;

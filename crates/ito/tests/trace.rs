@@ -244,3 +244,51 @@ fn an_unwritable_path_is_an_error() {
     );
     assert!(!path.exists());
 }
+
+/// Run by `ito_trace_traces_the_global_runtime_until_exit` in a child process with
+/// `ITO_TRACE` set: the global runtime runs tasks and a user event, and the process exits.
+#[test]
+#[ignore = "run in a child process with ITO_TRACE set"]
+fn global_runtime_child() {
+    assert!(
+        std::env::var_os("ITO_TRACE").is_some(),
+        "run with ITO_TRACE"
+    );
+    let fs: Vec<_> = (0..10u32).map(|i| ito::spawn_fn(move || i)).collect();
+    for (i, f) in fs.into_iter().enumerate() {
+        assert_eq!(f.wait(), Ok(i as u32));
+    }
+    ito::spawn_fn(|| ito::trace::event("global"))
+        .wait()
+        .unwrap();
+}
+
+#[test]
+fn ito_trace_traces_the_global_runtime_until_exit() {
+    let path = trace_path("global");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "global_runtime_child",
+            "--test-threads=1",
+        ])
+        .env("ITO_TRACE", &path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let evs = events(&path); // written at exit
+    assert!(count(&evs, "i", |n| n == "spawn") >= 11);
+    assert!(count(&evs, "X", |n| n == "poll") >= 11);
+    assert_eq!(count(&evs, "i", |n| n == "user: global"), 1);
+    assert!(evs.iter().any(|e| {
+        e["args"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("ito-global-worker-"))
+    }));
+    std::fs::remove_file(&path).unwrap();
+}

@@ -11,7 +11,7 @@ impl Recorder {
     pub(crate) fn run_task(&'static self, task: u64, helped: bool, run: impl FnOnce()) {
         let buf = self.local();
         let prev = buf.set_task(task);
-        self.record(if helped {
+        self.record_here(if helped {
             Kind::HelpStart { task }
         } else {
             Kind::PollStart { task }
@@ -20,7 +20,7 @@ impl Recorder {
         struct End(&'static Recorder, u64);
         impl Drop for End {
             fn drop(&mut self) {
-                self.0.record(Kind::PollEnd);
+                self.0.record_here(Kind::PollEnd);
                 self.0.local().set_task(self.1);
             }
         }
@@ -32,26 +32,26 @@ impl Recorder {
     #[inline(never)]
     pub(crate) fn spawn(&'static self, task: u64) {
         let parent = self.local().task();
-        self.record(Kind::Spawn { task, parent });
+        self.record_here(Kind::Spawn { task, parent });
     }
 
     /// A task was woken, by the task this thread runs.
     #[inline(never)]
     pub(crate) fn wake(&'static self, task: u64) {
         let by = self.local().task();
-        self.record(Kind::Wake { task, by });
+        self.record_here(Kind::Wake { task, by });
     }
 
     /// The thread parks or blocks for `why`; [`Recorder::unpark`] ends it.
     #[inline(never)]
     pub(crate) fn park(&'static self, why: Why) {
-        self.record(Kind::Park { why });
+        self.record_here(Kind::Park { why });
     }
 
     /// The park or block the thread recorded last has ended.
     #[inline(never)]
     pub(crate) fn unpark(&'static self) {
-        self.record(Kind::Unpark);
+        self.record_here(Kind::Unpark);
     }
 }
 

@@ -44,9 +44,17 @@ impl Recorder {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Appends an event at the current time to this thread's buffer.
-    #[inline]
+    /// Appends an event at the current time to this thread's buffer. Out of line: the
+    /// runtime calls it behind its check of `Shared::trace`, and the untraced path should not
+    /// carry its code.
+    #[inline(never)]
     pub(crate) fn record(&'static self, kind: Kind) {
+        self.record_here(kind);
+    }
+
+    /// [`Recorder::record`], inlined into the hooks that are already out of line.
+    #[inline]
+    pub(crate) fn record_here(&'static self, kind: Kind) {
         let t = self.now();
         self.local().push(Event { t, kind });
     }

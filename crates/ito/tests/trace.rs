@@ -292,3 +292,41 @@ fn ito_trace_traces_the_global_runtime_until_exit() {
     }));
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn processes_show_their_spawn_and_exit() {
+    use ito::process::{self, Mailbox};
+    let path = trace_path("process");
+    let rt = traced(2, &path);
+    let (tx, rx) = std::sync::mpsc::channel();
+    rt.block_on(async move {
+        let mut next = process::spawn(move |mut mb: Mailbox<u32>| async move {
+            tx.send(mb.recv().await).unwrap();
+        });
+        for _ in 0..50 {
+            let to = next;
+            next = process::spawn(move |mut mb: Mailbox<u32>| async move {
+                let _ = to.send(mb.recv().await + 1);
+            });
+        }
+        next.send(0).unwrap();
+    });
+    assert_eq!(rx.recv().unwrap(), 50);
+    let killed = rt.block_on(async {
+        let p = process::spawn(|mut mb: Mailbox<()>| async move { mb.recv().await });
+        p.kill();
+        p.on_exit().await
+    });
+    assert_eq!(killed, Ok(process::Exit::Killed));
+    drop(rt);
+    let evs = events(&path);
+    assert_eq!(count(&evs, "i", |n| n == "process spawn"), 52);
+    let exits: Vec<bool> = evs
+        .iter()
+        .filter(|e| e["name"] == "process exit")
+        .map(|e| e["args"]["normal"].as_bool().unwrap())
+        .collect();
+    assert_eq!(exits.len(), 52);
+    assert_eq!(exits.iter().filter(|n| !**n).count(), 1);
+    std::fs::remove_file(&path).unwrap();
+}

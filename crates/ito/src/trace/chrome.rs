@@ -128,6 +128,15 @@ pub(crate) fn write(out: &mut impl Write, tracks: &[(String, Vec<Event>)]) -> io
                 w.instant(tid, t, "join expose", &format!(r#"{{"n":{n}}}"#))?;
             }
             Kind::JoinSteal => w.instant(tid, t, "join steal", "{}")?,
+            Kind::ProcessSpawn { pid } => {
+                w.instant(tid, t, "process spawn", &format!(r#"{{"pid":"{pid:#x}"}}"#))?;
+            }
+            Kind::ProcessExit { pid, normal } => w.instant(
+                tid,
+                t,
+                "process exit",
+                &format!(r#"{{"pid":"{pid:#x}","normal":{normal}}}"#),
+            )?,
             Kind::User { name } => {
                 let mut s = String::from("user: ");
                 s.push_str(name);

@@ -69,6 +69,10 @@ pub(crate) enum Kind {
     JoinExpose { n: u64 },
     /// This thread took another thread's join job (one per `Metrics::join_steals`).
     JoinSteal,
+    /// A process was spawned; `pid` is its block's address.
+    ProcessSpawn { pid: u64 },
+    /// A process ended, normally (its body returned `()` or `Ok(())`) or not.
+    ProcessExit { pid: u64, normal: bool },
     /// A user event (`trace::event`).
     User { name: &'static str },
     /// A user span (`trace::span`) that started at `start` ended now. One record at the

@@ -40,7 +40,7 @@ use std::io;
 
 /// The recorder of the runtime this thread works for or has entered (or the global one, if
 /// it runs), if that runtime is traced.
-fn current() -> Option<&'static Recorder> {
+pub(crate) fn current() -> Option<&'static Recorder> {
     crate::runtime::current_if_started().and_then(|s| s.trace)
 }
 

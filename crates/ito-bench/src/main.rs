@@ -20,6 +20,7 @@
 //! ito-bench chain --n N[,N...] [--impl ito,tokio,go,elixir] [--workers W] [--repeat R] [--record]
 //! ito-bench ping-pong --rounds N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
 //! ito-bench fan-in --senders S --messages N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
+//! ito-bench trace draw FILE [--out FILE.svg] [--title T]
 //! ito-bench seeds [--quick | --smoke] [--out DIR] [--peers all|built|none] [--only 000,...]
 //!                 [--from RESULTS.jsonl]
 //! ```
@@ -49,6 +50,7 @@ mod messaging;
 mod pool;
 mod seeds;
 mod stm_bank;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -97,6 +99,8 @@ enum Cmd {
     Seeds(seeds::SeedsArgs),
     /// Issue 19: N synchronous tasks each blocking in a sleep, against goroutines and threads.
     Block(block::BlockArgs),
+    /// Issue 20: draw a trace ito recorded (`Builder::trace`, `ITO_TRACE`) as an SVG.
+    Trace(trace::TraceArgs),
 }
 
 /// The command line, each experiment's `--help` ending with the defaults of its common options
@@ -168,6 +172,7 @@ fn main() -> ExitCode {
         Cmd::FanIn(args) => messaging::fan_in_command(&args),
         Cmd::Seeds(args) => seeds::command(&args),
         Cmd::Block(args) => block::run(&args),
+        Cmd::Trace(args) => trace::command(&args),
     }
 }
 

@@ -155,8 +155,8 @@
 //! [the scheduler](design::scheduler) (the sleep protocol, and why `wait()` cannot deadlock),
 //! [fork-join](design::join), [the STM](design::stm), [cancellation and
 //! scopes](design::structured), [`sync` and `channel`](design::sync),
-//! [processes](design::process), [`ito-find`](design::find) and [coroutine
-//! stacks](design::coroutines). [`future`] lists every
+//! [processes](design::process), [`ito-find`](design::find), [coroutine
+//! stacks](design::coroutines) and [tracing](design::trace). [`future`] lists every
 //! combinator and the collection functions.
 //!
 //! ## Internals
@@ -184,6 +184,7 @@
 //! | timers | `time/` |
 //! | stackful coroutines: pooled guarded stacks, suspend and resume, overflow reports | `coro/` |
 //! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |
+//! | tracing: per-thread event buffers, the recorder, the runtime's recording calls, the Chrome JSON export | `trace/` (`buffer.rs`, `recorder.rs`, `hooks.rs`, `chrome.rs`); the calls sit in `runtime/` behind `Shared::trace` |
 //!
 //! **A spawned task's path.** `ito::spawn_fn(f)` (`lib.rs`) enters the runtime once, the task
 //! module once and the future module once, in that order; everything else goes through a
@@ -222,6 +223,7 @@ pub mod stm;
 pub mod sync;
 mod task;
 pub mod time;
+pub mod trace;
 
 #[cfg(all(test, loom))]
 mod tests;
@@ -245,6 +247,8 @@ pub mod design {
     pub mod find {}
     #[doc = include_str!("../../../docs/coroutines.md")]
     pub mod coroutines {}
+    #[doc = include_str!("../../../docs/trace.md")]
+    pub mod trace {}
 }
 
 /// The README's code blocks, compiled and run as doctests.

@@ -2,9 +2,10 @@
 //!
 //! Under `RUSTFLAGS="--cfg loom"` these are [loom](https://docs.rs/loom)'s model-checked
 //! versions; otherwise the `std` ones. The completion cell (`future::cell`), the task state
-//! word (`task::state`), the sleep protocol and its parker (`runtime::park`), and fork-join's
-//! shelf and latch (`join::shelf`, `join::job`) use only what is exported here, so their loom
-//! models in `src/tests/loom_*.rs` exercise the real code. The rest of the worker loop
+//! word (`task::state`), the sleep protocol and its parker (`runtime::park`), fork-join's
+//! shelf and latch (`join::shelf`, `join::job`), and a trace buffer (`trace::buffer`) use only
+//! what is exported here, so their loom models in `src/tests/loom_*.rs` exercise the real
+//! code. The rest of the worker loop
 //! (crossbeam-deque, OS threads) is not modelled; stress tests cover it
 //! (`tests/runtime_wait.rs`).
 

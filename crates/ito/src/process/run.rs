@@ -34,6 +34,7 @@ use super::reason::{Exit, IntoExit};
 use super::receive::Mailbox;
 use crate::Failure;
 use crate::runtime::{self, Shared};
+use crate::trace::Kind;
 
 thread_local! {
     /// The block of the process whose body this thread is polling, and the waker of that
@@ -75,6 +76,11 @@ where
         block: Some(block),
         body: ManuallyDrop::new(body),
     };
+    if let Some(r) = shared.trace {
+        r.record(Kind::ProcessSpawn {
+            pid: &*pid.block as *const Block<M> as usize as u64,
+        });
+    }
     // Exits are reported through the block: the task needs no future and keeps no result.
     runtime::spawn_detached_future_on(shared, task);
     pid
@@ -104,6 +110,13 @@ impl<M: Send + 'static, F> ProcTask<M, F> {
         }));
         if let Err(payload) = dropped {
             crate::failure::drop_payload(payload);
+        }
+        // Here, once per process, a thread-local look-up finds the runtime's recorder.
+        if let Some(r) = crate::trace::current() {
+            r.record(Kind::ProcessExit {
+                pid: &*block as *const Block<M> as usize as u64,
+                normal: matches!(reason, Exit::Normal),
+            });
         }
         block.exited(reason);
     }

@@ -9,6 +9,7 @@ use std::thread::{self, Thread};
 
 use super::park::{CountedOutside, Spin, park_blocked};
 use crate::task::cancel::Watch;
+use crate::trace::Why;
 
 struct ThreadWaker {
     thread: Thread,
@@ -94,7 +95,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         };
         if !(woken() || spun()) {
             // Parking counts this thread out of `block_on`'s running threads meanwhile.
-            park_blocked(|| {
+            park_blocked(Why::BlockOn, || {
                 while !woken() {
                     if watch.as_ref().is_some_and(Watch::cancelled) {
                         return;

@@ -26,6 +26,7 @@ use super::worker::{self, WorkerCtx};
 use crate::future::cell::{Action, CellHeader, CellWaiter, Locked};
 use crate::task::Header;
 use crate::task::cancel::{self, Watch};
+use crate::trace::Why;
 
 /// How a [`block_until`] ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -148,7 +149,7 @@ fn park_on(
         return Woken::Complete;
     }
     let watch = if cancellable { Watch::new() } else { None };
-    let _blocked = ctx.map(WorkerCtx::enter_blocking);
+    let _blocked = ctx.map(|c| c.enter_blocking(Why::Wait));
     // Off the workers: a thread parked in a `block_on` is not running (`park/README.md`, "Deferred
     // wake-ups").
     let _paused = ctx.is_none().then(pause_outside);

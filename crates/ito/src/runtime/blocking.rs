@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::Shared;
 use crate::Failure;
 use crate::future::{Future, Promise};
+use crate::trace::Kind;
 
 /// How long an idle blocking thread lingers before exiting.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -89,7 +90,14 @@ impl BlockingPool {
         loop {
             if let Some(job) = st.queue.pop_front() {
                 drop(st);
-                job();
+                match shared.trace {
+                    None => job(),
+                    Some(r) => {
+                        r.record(Kind::BlockingStart);
+                        job();
+                        r.record(Kind::BlockingEnd);
+                    }
+                }
                 st = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 continue;
             }

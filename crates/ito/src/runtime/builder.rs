@@ -1,6 +1,7 @@
 //! [`Builder`]: a runtime's configuration, and building it.
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -33,6 +34,7 @@ pub struct Builder {
     max_blocking: usize,
     keep_alive: Duration,
     idle_spin: Duration,
+    trace: Option<PathBuf>,
 }
 
 impl Builder {
@@ -132,6 +134,26 @@ impl Builder {
         self
     }
 
+    /// Records the runtime's scheduler timeline (every run of a task, spawn, wake-up, steal,
+    /// park, ...; see [`trace`](crate::trace)) and writes it to `path`, in Chrome's
+    /// trace-event JSON format, when the runtime is dropped or shut down, or on
+    /// [`Runtime::write_trace`]. Off by default. A write that fails when the runtime is
+    /// dropped is reported on standard error.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("ito-builder-doc-{}.json", std::process::id()));
+    /// let rt = ito::Runtime::builder().workers(1).trace(&path).build().unwrap();
+    /// rt.spawn_fn(|| 1).wait().unwrap();
+    /// rt.write_trace().unwrap();
+    /// assert!(std::fs::read_to_string(&path).unwrap().contains("\"poll\""));
+    /// # drop(rt);
+    /// # std::fs::remove_file(&path).ok();
+    /// ```
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace = Some(path.into());
+        self
+    }
+
     /// Starts the worker threads.
     ///
     /// ```
@@ -157,6 +179,7 @@ impl Builder {
             shutdown: AtomicBool::new(false),
             counters: Counters::default(),
             blocking: BlockingPool::new(self.max_blocking),
+            trace: self.trace.map(crate::trace::Recorder::new),
         }));
         for _ in 0..workers {
             if let Err(e) = threads::start_thread(shared, false) {
@@ -181,6 +204,7 @@ impl Default for Builder {
             max_blocking: 64,
             keep_alive: Duration::from_secs(10),
             idle_spin: DEFAULT_IDLE_SPIN,
+            trace: None,
         }
     }
 }

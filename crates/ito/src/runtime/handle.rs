@@ -163,6 +163,23 @@ impl Runtime {
     pub fn metrics(&self) -> Metrics {
         self.shared.metrics()
     }
+
+    /// Writes what this runtime has recorded so far to its trace file (see
+    /// [`Builder::trace`]); events recorded while it writes may be left out. Dropping the
+    /// runtime writes the whole trace. Fails with [`io::ErrorKind::InvalidInput`] if the
+    /// runtime is not traced.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+    /// let err = rt.write_trace().unwrap_err(); // not traced
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    pub fn write_trace(&self) -> io::Result<()> {
+        match self.shared.trace {
+            Some(r) => r.write(),
+            None => Err(crate::trace::not_traced()),
+        }
+    }
 }
 
 impl Runtime {
@@ -180,8 +197,20 @@ impl Runtime {
     pub fn shutdown_timeout(mut self, timeout: std::time::Duration) -> bool {
         // Dropping `self` below must not shut down again without the bound.
         self.owned = false;
-        self.shared
-            .shutdown_until(std::time::Instant::now().checked_add(timeout))
+        let done = self
+            .shared
+            .shutdown_until(std::time::Instant::now().checked_add(timeout));
+        self.write_final_trace();
+        done
+    }
+
+    /// After shutdown: writes the trace, if the runtime is traced.
+    fn write_final_trace(&self) {
+        if let Some(r) = self.shared.trace {
+            if let Err(e) = r.write() {
+                eprintln!("ito: cannot write the trace to {}: {e}", r.path().display());
+            }
+        }
     }
 }
 
@@ -189,6 +218,7 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         if self.owned {
             self.shared.shutdown();
+            self.write_final_trace();
         }
     }
 }
@@ -212,11 +242,18 @@ static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 pub(crate) fn global() -> &'static Shared {
     GLOBAL
         .get_or_init(|| {
-            let mut rt = Builder::default()
-                .thread_name("ito-global")
+            let mut builder = Builder::default().thread_name("ito-global");
+            let trace = std::env::var_os("ITO_TRACE").filter(|p| !p.is_empty());
+            if let Some(path) = trace {
+                builder = builder.trace(path);
+            }
+            let mut rt = builder
                 .build()
                 .expect("ito: cannot start the global runtime's threads");
             rt.owned = false;
+            if rt.shared.trace.is_some() {
+                write_global_trace_at_exit();
+            }
             rt
         })
         .shared
@@ -226,4 +263,23 @@ pub(crate) fn global() -> &'static Shared {
 /// starting the global runtime.
 pub(crate) fn current_if_started() -> Option<&'static Shared> {
     worker::current_shared().or_else(|| GLOBAL.get().map(|rt| rt.shared))
+}
+
+/// Writes the global runtime's trace when the process exits normally (`exit`, or a return
+/// from `main`), since the global runtime is never dropped.
+fn write_global_trace_at_exit() {
+    #[cfg(target_os = "linux")]
+    {
+        extern "C" fn write_at_exit() {
+            if let Some(rt) = GLOBAL.get() {
+                rt.write_final_trace();
+            }
+        }
+        // SAFETY: registers a function that takes no arguments and touches only the global
+        // runtime's recorder, which is never freed. A failed registration (`atexit` returns
+        // non-zero) leaves `ito::trace::write` as the way to write the file.
+        unsafe {
+            libc::atexit(write_at_exit);
+        }
+    }
 }

@@ -9,6 +9,7 @@ use std::future::Future as StdFuture;
 use super::{Shared, threads, worker};
 use crate::future::Future;
 use crate::task::{self, Schedule, TaskRef};
+use crate::trace;
 
 impl Shared {
     /// New work was pushed: wake an idle thread if needed (`park/`).
@@ -20,6 +21,9 @@ impl Shared {
     /// Queues a new task: on this worker's deque if we are one of ours, else the injector.
     #[inline]
     fn push_new(&'static self, task: TaskRef) {
+        if let Some(r) = self.trace {
+            r.spawn(trace::task_id(&task));
+        }
         match worker::current_for(self) {
             Some(ctx) => ctx.push_spawned(task),
             None => {
@@ -77,6 +81,9 @@ impl Schedule for Shared {
     /// batch, or to the injector.
     #[inline]
     fn schedule(&'static self, task: TaskRef) {
+        if let Some(r) = self.trace {
+            r.wake(trace::task_id(&task));
+        }
         match worker::current_for(self) {
             Some(ctx) => ctx.push_woken(task),
             None => {

@@ -70,6 +70,9 @@ pub(crate) struct Shared {
     counters: Counters,
     /// Threads for closures that block for long.
     pub(crate) blocking: BlockingPool,
+    /// The trace recorder, if tracing is on. Every recording call sits behind one check of
+    /// this field (`docs/trace.md`).
+    pub(crate) trace: Option<&'static crate::trace::Recorder>,
 }
 
 impl Shared {

@@ -21,6 +21,7 @@ use super::Shared;
 use super::park::Parker;
 use super::worker::{self, Slot, WorkerCtx};
 use crate::task::TaskRef;
+use crate::trace::{Kind, Why};
 
 /// The runtime's threads and their slots.
 pub(super) struct Threads {
@@ -242,6 +243,9 @@ fn compensate(shared: &'static Shared, all_blocked: bool) {
         slot.retired.store(false, Ordering::Release);
         sleep.unpark(i);
         shared.counters.count_compensation();
+        if let Some(r) = shared.trace {
+            r.record(Kind::CompensationStart { slot: i as u64 });
+        }
         return;
     }
     // Compensation threads alive (running, blocked or retired): slots in use by them.
@@ -254,7 +258,12 @@ fn compensate(shared: &'static Shared, all_blocked: bool) {
     if live < threads.max_comp || all_blocked {
         sleep.add_active();
         match start_thread(shared, true) {
-            Ok(_) => shared.counters.count_compensation(),
+            Ok(i) => {
+                shared.counters.count_compensation();
+                if let Some(r) = shared.trace {
+                    r.record(Kind::CompensationStart { slot: i as u64 });
+                }
+            }
             Err(e) => {
                 sleep.remove_active();
                 if all_blocked {
@@ -306,7 +315,10 @@ impl WorkerCtx {
     /// This thread is about to block: give its place to another thread if the runtime would
     /// otherwise run with fewer active threads than workers. A wait inside a wait (an ito wait
     /// in `block_in_place`'s closure) leaves the count alone: the thread is already out of it.
-    pub(crate) fn enter_blocking(&self) -> BlockingGuard<'_> {
+    pub(crate) fn enter_blocking(&self, why: Why) -> BlockingGuard<'_> {
+        if let Some(r) = self.shared.trace {
+            r.park(why);
+        }
         // Joins in progress below this frame would be out of reach while we sleep, and the
         // wait may well be for one of them.
         crate::runtime::join::expose(self, usize::MAX);
@@ -352,6 +364,9 @@ impl WorkerCtx {
         if !shared.sleep.try_retire() {
             return false;
         }
+        if let Some(r) = shared.trace {
+            r.record(Kind::CompensationRetire);
+        }
         self.stop_searching();
         self.flush_lifo();
         if self.has_local_work() {
@@ -378,8 +393,11 @@ impl WorkerCtx {
                 self.idler().park(None);
                 continue;
             }
-            self.count_park();
+            self.count_park(Why::Retired);
             self.idler().park(deadline.map(|d| d - now));
+            if let Some(r) = shared.trace {
+                r.unpark();
+            }
         }
         false
     }
@@ -394,6 +412,9 @@ pub(crate) struct BlockingGuard<'a> {
 
 impl Drop for BlockingGuard<'_> {
     fn drop(&mut self) {
+        if let Some(r) = self.ctx.shared.trace {
+            r.unpark();
+        }
         if self.outermost {
             self.ctx.blocked.set(false);
             self.ctx.shared.sleep.add_active();

@@ -32,6 +32,7 @@ use super::park::{Idler, Parker, Seeker};
 use crate::runtime::join::shelf::{JobRef, Shelf};
 use crate::runtime::join::stack::JoinStack;
 use crate::task::TaskRef;
+use crate::trace::{self, FROM_INJECTOR, Kind, Why};
 
 /// Tasks run between two looks at the injector.
 const INJECTOR_INTERVAL: u32 = 61;
@@ -321,7 +322,10 @@ impl WorkerCtx {
         // anyone searches, so a searcher busy running a long task would starve them.
         self.stop_searching();
         bump(&self.slot().metrics.polled);
-        t.run();
+        match self.shared.trace {
+            None => t.run(),
+            Some(r) => r.run_task(trace::task_id(&t), false, || t.run()),
+        }
     }
 
     fn run_found(&self, found: Found) {
@@ -329,7 +333,7 @@ impl WorkerCtx {
             Found::Task(t) => self.run_task(t),
             Found::Job(j) => {
                 self.stop_searching();
-                bump(&self.slot().metrics.join_steals);
+                self.note_join_steal();
                 // SAFETY: we took it from a shelf.
                 unsafe { crate::runtime::join::run_stolen(j) };
             }
@@ -418,6 +422,11 @@ impl WorkerCtx {
                     match stolen {
                         Steal::Success(t) => {
                             bump(&self.slot().metrics.stolen);
+                            if let Some(r) = self.shared.trace {
+                                // The thief's deque was empty: it now holds the rest of a batch.
+                                let n = 1 + self.local.len() as u64;
+                                r.record(Kind::Steal { from: i as u64, n });
+                            }
                             return Some(Found::Task(t));
                         }
                         Steal::Empty => break,
@@ -441,7 +450,16 @@ impl WorkerCtx {
     fn steal_injector(&self) -> Option<TaskRef> {
         loop {
             match self.shared.injector.steal_batch_and_pop(&self.local) {
-                Steal::Success(t) => return Some(t),
+                Steal::Success(t) => {
+                    if let Some(r) = self.shared.trace {
+                        let n = 1 + self.local.len() as u64;
+                        r.record(Kind::Steal {
+                            from: FROM_INJECTOR,
+                            n,
+                        });
+                    }
+                    return Some(t);
+                }
                 Steal::Empty => return None,
                 Steal::Retry => std::hint::spin_loop(),
             }
@@ -504,7 +522,10 @@ impl WorkerCtx {
             }
             if t.header_ptr() == task {
                 bump(&self.slot().metrics.helped);
-                t.run();
+                match self.shared.trace {
+                    None => t.run(),
+                    Some(r) => r.run_task(trace::task_id(&t), true, || t.run()),
+                }
                 return true;
             }
             self.local.push(t);
@@ -519,6 +540,9 @@ impl WorkerCtx {
 
     pub(crate) fn note_join_steal(&self) {
         bump(&self.slot().metrics.join_steals);
+        if let Some(r) = self.shared.trace {
+            r.record(Kind::JoinSteal);
+        }
     }
 
     /// This thread's stack of joins in progress.
@@ -566,9 +590,12 @@ impl WorkerCtx {
         &self.idler
     }
 
-    /// Counts one park of this thread.
-    pub(super) fn count_park(&self) {
+    /// Counts one park of this thread, which parks for `why`.
+    pub(super) fn count_park(&self, why: Why) {
         bump(&self.slot().metrics.parks);
+        if let Some(r) = self.shared.trace {
+            r.park(why);
+        }
     }
 
     /// Cancels the task in the LIFO slot, which no other thread can see (shutdown called from
@@ -612,6 +639,11 @@ impl Seeker for WorkerCtx {
         super::park::run_before_park_hooks();
     }
     fn count_park(&self) {
-        WorkerCtx::count_park(self);
+        WorkerCtx::count_park(self, Why::NoWork);
+    }
+    fn unparked(&self) {
+        if let Some(r) = self.shared.trace {
+            r.unpark();
+        }
     }
 }

@@ -388,7 +388,9 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
     };
     if park {
         let s = reg.sleeper.clone();
-        crate::runtime::park::park_blocked(move || s.park_until_notified());
+        crate::runtime::park::park_blocked(crate::trace::Why::StmRetry, move || {
+            s.park_until_notified()
+        });
         drop(reg);
         None
     } else {

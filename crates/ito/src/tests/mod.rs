@@ -9,3 +9,4 @@ mod loom_process;
 mod loom_stm;
 mod loom_sync;
 mod loom_task;
+mod loom_trace;

@@ -27,6 +27,7 @@ use std::thread::Result as ThreadResult;
 use crate::runtime::park::Backoff;
 use crate::runtime::worker::{self, WorkerCtx};
 use crate::runtime::{self, Shared};
+use crate::trace::{Kind, Why};
 use job::{JobHeader, JoinLatch, StackJob};
 use shelf::{Reclaim, Shelf};
 
@@ -104,7 +105,7 @@ where
 /// assert_eq!(got, 5);
 /// ```
 pub fn block_in_place<R>(f: impl FnOnce() -> R) -> R {
-    let _blocked = worker::current_ctx().map(WorkerCtx::enter_blocking);
+    let _blocked = worker::current_ctx().map(|c| c.enter_blocking(Why::BlockInPlace));
     f()
 }
 
@@ -255,7 +256,7 @@ fn wait_stolen(ctx: &WorkerCtx, latch: &JoinLatch, thief: *const Shelf, thief_de
             backoff.snooze();
             continue;
         }
-        latch.sleep(|| ctx.enter_blocking());
+        latch.sleep(|| ctx.enter_blocking(Why::JoinLatch));
         return;
     }
 }
@@ -267,7 +268,9 @@ fn wait_stolen(ctx: &WorkerCtx, latch: &JoinLatch, thief: *const Shelf, thief_de
 pub(crate) fn expose(ctx: &WorkerCtx, max: usize) {
     let shelf = ctx.shelf();
     let owner = ctx.thread_ptr();
+    let mut n = 0;
     let any = ctx.join_stack().expose_oldest(max, |frames, first| {
+        n = frames.len();
         // SAFETY: our jobs, in their `join` frames, which do not return before reclaiming
         // them or seeing their latch set; the thread handle lives in our context, which
         // outlives every join on this thread.
@@ -278,6 +281,9 @@ pub(crate) fn expose(ctx: &WorkerCtx, max: usize) {
         // `a` (no later fork exposes or notifies while the shelf is non-empty), so a missed
         // sleeper would stay asleep for all of `a`.
         ctx.shared.notify_work(true);
+        if let Some(r) = ctx.shared.trace {
+            r.record(Kind::JoinExpose { n: n as u64 });
+        }
     }
 }
 

@@ -10,7 +10,8 @@
 use std::cell::Cell;
 
 use crate::runtime::Shared;
-use crate::runtime::worker::{self, WorkerCtx};
+use crate::runtime::worker;
+use crate::trace::Why;
 
 thread_local! {
     /// The runtime this thread (not a worker) is counted on as running in `block_on`, by the
@@ -88,12 +89,12 @@ impl Drop for PausedOutside {
     }
 }
 
-/// Blocks the current thread in `park` until it returns. A worker gives its place to another
+/// Blocks the current thread in `park` until it returns (a trace shows `why`). A worker gives its place to another
 /// thread meanwhile (`WorkerCtx::enter_blocking`); any other thread is not counted as running
 /// in `block_on` meanwhile ([`pause_outside`]).
-pub(crate) fn park_blocked<R>(park: impl FnOnce() -> R) -> R {
+pub(crate) fn park_blocked<R>(why: Why, park: impl FnOnce() -> R) -> R {
     let ctx = worker::current_ctx();
-    let _blocked = ctx.map(WorkerCtx::enter_blocking);
+    let _blocked = ctx.map(|c| c.enter_blocking(why));
     let _paused = ctx.is_none().then(pause_outside);
     park()
 }

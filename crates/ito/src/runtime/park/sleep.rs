@@ -34,8 +34,10 @@ pub(crate) trait Seeker {
     fn keep_alive(&self) -> Duration;
     /// Runs the hooks registered to run before a thread parks.
     fn before_park(&self);
-    /// Counts one park (metrics).
+    /// Counts one park (metrics), about to happen.
     fn count_park(&self);
+    /// The park counted last has returned (a trace records it).
+    fn unparked(&self) {}
 }
 
 /// A runtime thread's own parking state.
@@ -172,6 +174,7 @@ impl Sleep {
             seeker.count_park();
             if watching.is_some() {
                 me.parker.park_timeout(WATCH_PERIOD);
+                seeker.unparked();
                 if !self.is_sleeping(me.index) {
                     break;
                 }
@@ -190,6 +193,7 @@ impl Sleep {
             }
             if !me.compensator {
                 me.parker.park();
+                seeker.unparked();
                 continue;
             }
             // A compensation thread retires, and later exits, only from the worker loop, so
@@ -198,6 +202,7 @@ impl Sleep {
                 .keep_alive()
                 .clamp(RETIRE_RECHECK_MIN, RETIRE_RECHECK_MAX);
             me.parker.park_timeout(recheck);
+            seeker.unparked();
             if self.is_sleeping(me.index)
                 && seeker.should_retire()
                 && self.unregister_sleeper(me.index)

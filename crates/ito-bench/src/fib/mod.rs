@@ -177,8 +177,10 @@ impl Workload {
                 })
             }
             Workload::Seq => {
+                // The argument and the result pass through `black_box` (not every call): the
+                // compiler may otherwise move the pure `sfib` out of the timed span.
                 let start = Instant::now();
-                let result = sfib(n);
+                let result = std::hint::black_box(sfib(std::hint::black_box(n)));
                 Ok(Outcome {
                     result,
                     seconds: start.elapsed().as_secs_f64(),

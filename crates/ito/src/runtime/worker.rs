@@ -239,6 +239,10 @@ pub(super) fn main(
         }
     }
     CTX.with(|c| c.set(&ctx));
+    // A traced runtime shows every thread, also one that never records an event.
+    if let Some(r) = shared.trace {
+        r.local();
+    }
     let reset = ResetCtx;
     // Tasks contain their own panics; anything that still escapes (a destructor run by the
     // loop itself) must not kill the worker: keep working.

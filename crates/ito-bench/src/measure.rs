@@ -643,3 +643,13 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(10));
     }
 }
+
+/// `builder`, traced to the file `ITO_TRACE` names when it is set: the fib and chain
+/// experiments honour it for the runtimes they build, as ito does for its global runtime, so
+/// that tracing's cost can be measured on them (`docs/trace.md`).
+pub(crate) fn traced(builder: ito::Builder) -> ito::Builder {
+    match std::env::var_os("ITO_TRACE") {
+        Some(path) => builder.trace(path),
+        None => builder,
+    }
+}

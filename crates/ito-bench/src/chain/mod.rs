@@ -379,8 +379,7 @@ struct Outcome {
 
 /// The chain on `ito::process`.
 fn run_ito(n: u64, workers: usize) -> Result<Outcome, String> {
-    let rt = ito::Runtime::builder()
-        .workers(workers)
+    let rt = crate::measure::traced(ito::Runtime::builder().workers(workers))
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let baseline = vm_rss_bytes();

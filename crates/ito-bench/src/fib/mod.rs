@@ -236,10 +236,9 @@ mod with_ito {
 
     pub(crate) use ito::Runtime;
 
-    /// Builds an ito runtime with `workers` workers.
+    /// Builds an ito runtime with `workers` workers (traced when `ITO_TRACE` is set).
     pub(super) fn runtime(workers: usize) -> Result<Runtime, String> {
-        Runtime::builder()
-            .workers(workers)
+        crate::measure::traced(Runtime::builder().workers(workers))
             .build()
             .map_err(|e| format!("building the ito runtime: {e}"))
     }

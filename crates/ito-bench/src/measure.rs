@@ -594,6 +594,16 @@ pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// `builder`, traced to the file `ITO_TRACE` names when it is set: the fib and chain
+/// experiments honour it for the runtimes they build, as ito does for its global runtime, so
+/// that tracing's cost can be measured on them (`docs/trace.md`).
+pub(crate) fn traced(builder: ito::Builder) -> ito::Builder {
+    match std::env::var_os("ITO_TRACE") {
+        Some(path) => builder.trace(path),
+        None => builder,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,15 +651,5 @@ mod tests {
         let run = run_child(&args, Duration::from_millis(300)).unwrap();
         assert!(run.status.is_none());
         assert!(start.elapsed() < Duration::from_secs(10));
-    }
-}
-
-/// `builder`, traced to the file `ITO_TRACE` names when it is set: the fib and chain
-/// experiments honour it for the runtimes they build, as ito does for its global runtime, so
-/// that tracing's cost can be measured on them (`docs/trace.md`).
-pub(crate) fn traced(builder: ito::Builder) -> ito::Builder {
-    match std::env::var_os("ITO_TRACE") {
-        Some(path) => builder.trace(path),
-        None => builder,
     }
 }

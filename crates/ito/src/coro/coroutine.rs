@@ -220,8 +220,8 @@ impl<R> Drop for Coro<R> {
 
 /// A [`Coro`] that may be sent between threads: it checks at every use that it is on its home
 /// thread (the one of its first resume), so the `!Send` state on its stack is only ever touched
-/// there. Dropped elsewhere, a started coroutine is leaked rather than unwound on a foreign
-/// thread (see `docs/coroutines.md`).
+/// there. Dropped elsewhere, a started coroutine that has not finished is leaked rather than
+/// unwound on a foreign thread (see `docs/coroutines.md`).
 pub(crate) struct SendCoro<R> {
     coro: std::mem::ManuallyDrop<Coro<R>>,
 }
@@ -274,8 +274,11 @@ impl<R> SendCoro<R> {
 
 impl<R> Drop for SendCoro<R> {
     fn drop(&mut self) {
-        if self.is_home() {
-            // SAFETY: `coro` is dropped once, here, on its home thread (or unstarted).
+        // A finished coroutine may be dropped anywhere: nothing is left on its stack, so its
+        // drop touches no thread's state, and its stack goes back to this thread's cache.
+        if self.is_home() || self.coro.is_done() {
+            // SAFETY: `coro` is dropped once, here, on its home thread, or unstarted, or
+            // finished (when dropping it runs no code on its stack).
             unsafe { std::mem::ManuallyDrop::drop(&mut self.coro) };
         }
     }

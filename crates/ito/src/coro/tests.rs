@@ -223,6 +223,32 @@ fn a_send_coro_is_usable_only_on_its_home_thread() {
 }
 
 #[test]
+fn a_finished_send_coro_dropped_away_from_home_gives_its_stack_back() {
+    let pool = StackPool::default();
+    let c = SendCoro::new(&pool, "finisher", || {
+        running_stack().expect("runs in a coroutine").start
+    })
+    .unwrap();
+    let (c, low) = std::thread::spawn(move || {
+        let mut c = c;
+        let low = returned(c.resume().unwrap());
+        (c, low)
+    })
+    .join()
+    .unwrap();
+    assert!(c.is_done() && !c.is_home());
+    // Nothing runs on a finished coroutine's stack, so dropping it here returns the stack to
+    // this thread's cache instead of leaking the mapping.
+    drop(c);
+    let again = pool.take().unwrap();
+    assert_eq!(
+        again.guard().1,
+        low,
+        "the finished coroutine's stack was leaked"
+    );
+}
+
+#[test]
 fn nested_coroutines_suspend_to_their_own_resumer() {
     let pool = StackPool::default();
     let log = Rc::new(Cell::new(0u32));

@@ -62,6 +62,23 @@ fn notify_waiters_releases_exactly_the_existing_waiters() {
     assert!(poll_once(later.as_mut(), &w).is_pending());
 }
 
+/// A waiter released by `notify_waiters` does not also use up the permit a later
+/// `notify_one` stored (nobody was queued): the permit is left for the next waiter.
+#[test]
+fn a_waiter_released_by_notify_waiters_leaves_the_permit() {
+    let notify = Notify::new();
+    let (_, w) = CountWaker::new();
+    let mut released = Box::pin(notify.notified());
+    notify.notify_waiters();
+    notify.notify_one(); // nobody queued: stored as the permit
+    assert!(poll_once(released.as_mut(), &w).is_ready());
+    let mut next = Box::pin(notify.notified());
+    assert!(
+        poll_once(next.as_mut(), &w).is_ready(),
+        "the permit was used up by a waiter notify_waiters had released"
+    );
+}
+
 /// A waiter chosen by `notify_one` and dropped before it saw it hands the notification to the
 /// next waiter; with nobody left it becomes the permit.
 #[test]

@@ -249,9 +249,13 @@ impl StdFuture for Notified<'_> {
         let mut st = this.notify.lock();
         match this.phase {
             Phase::Start => {
-                if st.permit {
+                // A `notify_waiters` made since this future was created releases it. That is
+                // checked before the permit, so a released waiter leaves the permit (a later
+                // `notify_one`) to the next waiter instead of using it up.
+                let released = this.notify.generation.load(Ordering::SeqCst) != this.generation;
+                if !released && st.permit {
                     st.permit = false;
-                } else if this.notify.generation.load(Ordering::SeqCst) == this.generation {
+                } else if !released {
                     let node = this.node.ptr();
                     // SAFETY: our node, not queued, pinned until `Drop` removes it; we hold
                     // the lock of the one list it is ever registered with.

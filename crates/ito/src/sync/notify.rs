@@ -21,7 +21,7 @@ use std::future::Future as StdFuture;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::wait_list::{Phase, WaitList, Waiter, WakeList};
+use super::wait_list::{Phase, WaitList, Waiter, WakeList, wake_one};
 use super::{Cancelled, block};
 use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering};
 
@@ -96,9 +96,7 @@ impl Notify {
     /// ```
     pub fn notify_one(&self) {
         let waker = Notify::pass_on(&mut self.lock());
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
     }
 
     /// Wakes every waiter that exists now: every [`Notified`] created before this call, queued
@@ -306,9 +304,7 @@ impl Drop for Notified<'_> {
                 None
             }
         };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
     }
 }
 

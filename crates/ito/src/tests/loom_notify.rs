@@ -1,16 +1,17 @@
-//! `ito::sync::Notify` (and the wake-all waits of `broadcast` and `watch`) under every
-//! interleaving loom finds. A lost notification shows up as a loom deadlock (a waiter parked
+//! `ito::sync::Notify` (and the wake-all waits of `broadcast` and `watch`, and `oneshot`) under
+//! every interleaving loom finds. A lost notification shows up as a loom deadlock (a waiter parked
 //! for ever); a duplicated one as a waiter that passes with nothing left to give it.
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Waker};
 
 use loom::sync::Arc;
 use loom::thread;
 
 use super::loom_sync::{block_on, poll_once_then_drop};
-use crate::sync::{Notify, broadcast, watch};
+use crate::sync::{Notify, broadcast, oneshot, watch};
 
 /// Whether `fut` is ready on its first poll (it is dropped after).
 fn ready_at_once<F: Future>(fut: F) -> bool {
@@ -139,5 +140,73 @@ fn loom_watch_send_vs_changed() {
             block_on(rx.changed()),
             Err(crate::channel::RecvError::Closed)
         );
+    });
+}
+
+/// A oneshot send racing the receiver, which waits for the value or gives up: a waiting
+/// receiver is always woken with the value, and a value is received, handed back to the
+/// sender, or dropped with the receiver: exactly one of the three, and dropped exactly once.
+#[test]
+fn loom_oneshot_send_vs_receiver() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counted(StdArc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    loom::model(|| {
+        let (tx, rx) = oneshot::channel();
+        let t = thread::spawn(move || tx.send(7));
+        assert_eq!(block_on(rx), Ok(7));
+        assert_eq!(t.join().unwrap(), Ok(()));
+
+        let drops = StdArc::new(AtomicUsize::new(0));
+        let (tx, mut rx) = oneshot::channel();
+        let value = Counted(drops.clone());
+        let t = thread::spawn(move || {
+            let gone = tx.is_closed();
+            let handed_back = tx.send(value).err().map(|e| e.0);
+            assert!(
+                !gone || handed_back.is_some(),
+                "sent to a receiver known gone"
+            );
+            handed_back
+        });
+        let received = rx.try_recv().ok();
+        drop(rx);
+        let handed_back = t.join().unwrap();
+        assert!(
+            received.is_none() || handed_back.is_none(),
+            "received and handed back"
+        );
+        let kept = usize::from(received.is_some()) + usize::from(handed_back.is_some());
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1 - kept,
+            "dropped once, if not kept"
+        );
+        drop((received, handed_back));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped exactly once");
+    });
+}
+
+/// A oneshot sender dropped without sending, and a sender waiting in `closed` while the
+/// receiver goes: the waiting side is always woken (`Closed` for the receiver).
+#[test]
+fn loom_oneshot_drops_wake_the_other_side() {
+    loom::model(|| {
+        let (tx, rx) = oneshot::channel::<u8>();
+        let t = thread::spawn(move || drop(tx));
+        assert_eq!(block_on(rx), Err(crate::channel::RecvError::Closed));
+        t.join().unwrap();
+
+        let (mut tx, rx) = oneshot::channel::<u8>();
+        let t = thread::spawn(move || drop(rx));
+        block_on(tx.closed());
+        assert!(tx.is_closed());
+        t.join().unwrap();
     });
 }

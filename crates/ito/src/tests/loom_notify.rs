@@ -123,6 +123,56 @@ fn loom_broadcast_send_vs_receiver() {
     });
 }
 
+/// Reads `rx` until `Closed`: the values read, in order, and how many it was told it missed.
+fn read_to_close(rx: &mut broadcast::Receiver<u32>) -> (Vec<u32>, u64) {
+    let (mut read, mut missed) = (Vec::new(), 0);
+    loop {
+        match block_on(rx.recv()) {
+            Ok(v) => read.push(v),
+            Err(broadcast::RecvError::Lagged(n)) => missed += n,
+            Err(broadcast::RecvError::Closed) => return (read, missed),
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+}
+
+/// Two sends into a ring of one racing a reader (which may lag) and a receiver subscribed
+/// while they run (and one subscribed between them, which gets exactly the second): each reader reads, in order, the values sent after it was created that
+/// were not overwritten first, and is told how many were; the first one reads the last value.
+#[test]
+fn loom_broadcast_lag_and_subscribe_vs_send() {
+    loom::model(|| {
+        let (tx, mut rx) = broadcast::channel(1);
+        let sub = tx.clone();
+        let t = thread::spawn(move || {
+            tx.send(1).unwrap();
+            let mid = tx.subscribe();
+            tx.send(2).unwrap();
+            mid
+        });
+        let mut late = sub.subscribe();
+        drop(sub);
+        let (read, missed) = read_to_close(&mut rx);
+        assert_eq!(read.last(), Some(&2), "the last value was not read");
+        assert_eq!(read.len() as u64 + missed, 2, "read + missed != sent");
+        let (late_read, late_missed) = read_to_close(&mut late);
+        // It subscribed at position 0, 1 or 2, and reads or misses what was sent after.
+        let late_first = 2 - (late_read.len() as u64 + late_missed);
+        let expected: Vec<u32> = (late_first as u32 + 1..=2).collect();
+        assert_eq!(
+            late_read,
+            expected[late_missed as usize..],
+            "the late receiver read out of order, or more than was sent after it"
+        );
+        let mut mid = t.join().unwrap();
+        assert_eq!(
+            read_to_close(&mut mid),
+            (vec![2], 0),
+            "subscribed between the sends"
+        );
+    });
+}
+
 /// A watch send racing `changed`: the receiver wakes and reads the new value (never an older
 /// one than the version it marked seen).
 #[test]

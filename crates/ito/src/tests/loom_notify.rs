@@ -173,23 +173,24 @@ fn loom_broadcast_lag_and_subscribe_vs_send() {
     });
 }
 
-/// A watch send racing `changed`: the receiver wakes and reads the new value (never an older
-/// one than the version it marked seen).
+/// A watch send, then the sender's drop, racing `changed`: the receiver wakes and reads the
+/// new value (never an older one than the version it marked seen), then a `changed` that may
+/// already wait is woken by the drop and fails with `Closed`.
 #[test]
 fn loom_watch_send_vs_changed() {
     loom::model(|| {
         let (tx, mut rx) = watch::channel(0);
         let t = thread::spawn(move || {
             tx.send(1).unwrap();
-            tx
+            drop(tx);
         });
         block_on(rx.changed()).unwrap();
         assert_eq!(*rx.borrow_and_update(), 1);
-        drop(t.join().unwrap());
         assert_eq!(
             block_on(rx.changed()),
             Err(crate::channel::RecvError::Closed)
         );
+        t.join().unwrap();
     });
 }
 

@@ -109,15 +109,21 @@ fn loom_notify_waiters_vs_waiter() {
 }
 
 /// A broadcast send racing a receiver that is about to wait, and the last sender's drop:
-/// the receiver gets the value, then `Closed`; it never sleeps through either.
+/// the receiver gets the value, then `Closed`; it never sleeps through either. The sender
+/// stays alive until the value is received, so the send's own wake-up is what is checked
+/// (the drop's would hide a send that woke nobody).
 #[test]
 fn loom_broadcast_send_vs_receiver() {
     loom::model(|| {
         let (tx, mut rx) = broadcast::channel(1);
+        let received = Arc::new(Notify::new());
+        let r = received.clone();
         let t = thread::spawn(move || {
             tx.send(7).unwrap();
+            block_on(r.notified());
         });
         assert_eq!(block_on(rx.recv()), Ok(7));
+        received.notify_one();
         assert_eq!(block_on(rx.recv()), Err(broadcast::RecvError::Closed));
         t.join().unwrap();
     });
@@ -175,17 +181,23 @@ fn loom_broadcast_lag_and_subscribe_vs_send() {
 
 /// A watch send, then the sender's drop, racing `changed`: the receiver wakes and reads the
 /// new value (never an older one than the version it marked seen), then a `changed` that may
-/// already wait is woken by the drop and fails with `Closed`.
+/// already wait is woken by the drop and fails with `Closed`. The sender stays alive until
+/// the value is seen, so the drop's wake-up cannot hide a send that woke nobody.
 #[test]
 fn loom_watch_send_vs_changed() {
     loom::model(|| {
         let (tx, mut rx) = watch::channel(0);
+        let seen = Arc::new(Notify::new());
+        let s = seen.clone();
         let t = thread::spawn(move || {
             tx.send(1).unwrap();
+            // Alive until the value is seen: the send's own wake-up is checked.
+            block_on(s.notified());
             drop(tx);
         });
         block_on(rx.changed()).unwrap();
         assert_eq!(*rx.borrow_and_update(), 1);
+        seen.notify_one();
         assert_eq!(
             block_on(rx.changed()),
             Err(crate::channel::RecvError::Closed)

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::sync::mpsc;
 
 use ito::channel::{self, RecvError, SendBlockingError, TryRecvError, TrySendError};
-use ito::sync::{AcquireError, Cancelled, Mutex, Pool, Semaphore};
-use support::{LONG, get_ok, rt};
+use ito::sync::{
+    AcquireError, Cancelled, Mutex, Notify, Pool, Semaphore, broadcast, oneshot, watch,
+};
+use support::{CountWaker, LONG, get_ok, poll_once, rt};
 
 /// Runs `body` as a synchronous task that reports its result on a channel, waits until it has
 /// started, cancels it, and returns what it reported.
@@ -85,6 +87,50 @@ fn cancelled_send_blocking_hands_the_value_back() {
     let r = cancel_blocked(&rt, move || tx.send_blocking(String::from("kept")));
     assert_eq!(r, Err(SendBlockingError::Cancelled(String::from("kept"))));
     assert_eq!(rx.try_recv(), Err(TryRecvError::Closed), "nothing was sent");
+}
+
+/// The blocking waits of `Notify`, `broadcast`, `watch` and `oneshot` return their
+/// `Cancelled` errors and leave nothing behind: a later `notify_one` is kept for the next
+/// waiter, the cancelled receivers are gone (a broadcast value reaches the live receiver, the
+/// watch is closed, a oneshot send hands its value back).
+#[test]
+fn cancelled_notify_broadcast_watch_oneshot_waits() {
+    let rt = rt(2);
+    let notify = Arc::new(Notify::new());
+    let n = notify.clone();
+    let r = cancel_blocked(&rt, move || n.notified_blocking());
+    assert_eq!(r, Err(Cancelled));
+    assert_eq!(notify.waiting(), 0, "the cancelled waiter left the queue");
+    notify.notify_one();
+    let (_, w) = CountWaker::new();
+    let mut next = Box::pin(notify.notified());
+    assert!(
+        poll_once(next.as_mut(), &w).is_ready(),
+        "the notification was kept"
+    );
+
+    let (tx, rx) = broadcast::channel::<u8>(1);
+    let mut live = tx.subscribe();
+    let r = cancel_blocked(&rt, move || {
+        let mut rx = rx;
+        rx.recv_blocking()
+    });
+    assert_eq!(r, Err(broadcast::RecvError::Cancelled));
+    assert_eq!(tx.send(3), Ok(1), "the cancelled receiver was dropped");
+    assert_eq!(live.try_recv(), Ok(3));
+
+    let (tx, rx) = watch::channel(0);
+    let r = cancel_blocked(&rt, move || {
+        let mut rx = rx;
+        rx.changed_blocking()
+    });
+    assert_eq!(r, Err(RecvError::Cancelled));
+    assert!(tx.is_closed());
+
+    let (tx, rx) = oneshot::channel::<u8>();
+    let r = cancel_blocked(&rt, move || rx.recv_blocking());
+    assert_eq!(r, Err(RecvError::Cancelled));
+    assert_eq!(tx.send(1).unwrap_err().0, 1, "the value comes back");
 }
 
 #[test]

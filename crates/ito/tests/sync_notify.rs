@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use ito::sync::Notify;
-use support::{CountWaker, LONG, get_ok, poll_once, rt};
+use support::{CountWaker, LONG, PanicWaker, get_ok, poll_once, quiet_expected_panics, rt};
 
 /// A `notify_one` with nobody waiting is kept (once): the next waiter passes, the one after
 /// waits.
@@ -62,6 +62,23 @@ fn notify_waiters_releases_exactly_the_existing_waiters() {
     assert!(poll_once(later.as_mut(), &w).is_pending());
 }
 
+/// A waiter released by `notify_waiters` does not also use up the permit a later
+/// `notify_one` stored (nobody was queued): the permit is left for the next waiter.
+#[test]
+fn a_waiter_released_by_notify_waiters_leaves_the_permit() {
+    let notify = Notify::new();
+    let (_, w) = CountWaker::new();
+    let mut released = Box::pin(notify.notified());
+    notify.notify_waiters();
+    notify.notify_one(); // nobody queued: stored as the permit
+    assert!(poll_once(released.as_mut(), &w).is_ready());
+    let mut next = Box::pin(notify.notified());
+    assert!(
+        poll_once(next.as_mut(), &w).is_ready(),
+        "the permit was used up by a waiter notify_waiters had released"
+    );
+}
+
 /// A waiter chosen by `notify_one` and dropped before it saw it hands the notification to the
 /// next waiter; with nobody left it becomes the permit.
 #[test]
@@ -89,6 +106,25 @@ fn a_cancelled_waiter_passes_its_notification_on() {
         poll_once(d.as_mut(), &w1).is_pending(),
         "no permit was made up"
     );
+}
+
+/// A panicking waker is contained, as every wake-up of the wait list is: it unwinds neither
+/// out of `notify_one` nor out of the drop of a chosen `Notified` that hands its notification
+/// on (a drop that may run while a panic is already unwinding, where a second one aborts).
+#[test]
+fn a_panicking_waker_is_contained() {
+    quiet_expected_panics();
+    let notify = Notify::new();
+    let panicking = PanicWaker::waker();
+    let (c, w) = CountWaker::new();
+    let mut a = Box::pin(notify.notified());
+    let mut b = Box::pin(notify.notified());
+    assert!(poll_once(a.as_mut(), &panicking).is_pending());
+    assert!(poll_once(b.as_mut(), &panicking).is_pending());
+    notify.notify_one(); // chooses `a`, whose waker panics
+    drop(a); // hands the notification to `b`, whose waker panics
+    assert!(poll_once(b.as_mut(), &w).is_ready(), "`b` was handed it");
+    assert_eq!(c.count(), 0);
 }
 
 /// Yields until `done` holds, failing with `what` at `deadline`.

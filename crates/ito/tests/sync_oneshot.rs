@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ito::channel::{RecvError, TryRecvError};
 use ito::sync::oneshot;
-use support::{CountWaker, get_ok, poll_once, rt};
+use support::{CountWaker, PanicWaker, get_ok, poll_once, quiet_expected_panics, rt};
 
 /// A value that is not `Clone` moves through, to an awaiting task.
 #[test]
@@ -77,4 +77,25 @@ fn try_recv_and_recv_blocking_on_one_worker() {
     let sender = rt.spawn(async move { tx.send(3).unwrap() });
     get_ok(&sender);
     assert_eq!(get_ok(&waiter), Ok(3));
+}
+
+/// A panicking waker is contained: it unwinds neither out of `send` (which woke the receiver)
+/// nor out of the receiver's drop (which wakes a sender waiting in `closed`).
+#[test]
+fn a_panicking_waker_is_contained() {
+    quiet_expected_panics();
+    let panicking = PanicWaker::waker();
+    let (tx, rx) = oneshot::channel();
+    let mut rx = Box::pin(rx);
+    assert!(poll_once(rx.as_mut(), &panicking).is_pending());
+    tx.send(1).unwrap();
+    assert!(matches!(
+        poll_once(rx.as_mut(), &panicking),
+        std::task::Poll::Ready(Ok(1))
+    ));
+    let (mut tx, rx) = oneshot::channel::<u8>();
+    let mut closed = Box::pin(tx.closed());
+    assert!(poll_once(closed.as_mut(), &panicking).is_pending());
+    drop(rx);
+    assert!(poll_once(closed.as_mut(), &panicking).is_ready());
 }

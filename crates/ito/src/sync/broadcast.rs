@@ -8,7 +8,9 @@
 //! [`RecvError::Closed`]. Values are `Clone`: each receiver gets its own copy.
 //!
 //! One mutex guards the ring, the handle counts and the wait list (`wait_list.rs`) of
-//! receivers waiting for a value; a send wakes them all (`condvar.rs`).
+//! receivers waiting for a value; a send wakes them all (`condvar.rs`). A receive clones the
+//! value under that mutex, so a slow `Clone` holds up senders and the other receivers: send
+//! large values in an `Arc`.
 //! A value stays in the ring until it is overwritten or the last receiver is dropped (memory
 //! is bounded by `capacity` values either way).
 //!
@@ -96,8 +98,9 @@ impl<T> State<T> {
 
 impl<T> Shared<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // No user code runs under the lock (values are cloned under it, but `Clone` that
-        // panics leaves the state untouched), so a poisoned lock guards a consistent state.
+        // The only user code run under the lock is `T::clone` (a receive copies the value
+        // under it), and one that panics leaves the state untouched: a poisoned lock still
+        // guards a consistent state.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

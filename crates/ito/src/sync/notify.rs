@@ -21,7 +21,7 @@ use std::future::Future as StdFuture;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::wait_list::{Phase, WaitList, Waiter, WakeList};
+use super::wait_list::{Phase, WaitList, Waiter, WakeList, wake_one};
 use super::{Cancelled, block};
 use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering};
 
@@ -96,9 +96,7 @@ impl Notify {
     /// ```
     pub fn notify_one(&self) {
         let waker = Notify::pass_on(&mut self.lock());
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
     }
 
     /// Wakes every waiter that exists now: every [`Notified`] created before this call, queued
@@ -249,9 +247,13 @@ impl StdFuture for Notified<'_> {
         let mut st = this.notify.lock();
         match this.phase {
             Phase::Start => {
-                if st.permit {
+                // A `notify_waiters` made since this future was created releases it. That is
+                // checked before the permit, so a released waiter leaves the permit (a later
+                // `notify_one`) to the next waiter instead of using it up.
+                let released = this.notify.generation.load(Ordering::SeqCst) != this.generation;
+                if !released && st.permit {
                     st.permit = false;
-                } else if this.notify.generation.load(Ordering::SeqCst) == this.generation {
+                } else if !released {
                     let node = this.node.ptr();
                     // SAFETY: our node, not queued, pinned until `Drop` removes it; we hold
                     // the lock of the one list it is ever registered with.
@@ -302,9 +304,7 @@ impl Drop for Notified<'_> {
                 None
             }
         };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
     }
 }
 

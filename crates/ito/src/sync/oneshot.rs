@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use super::block;
+use super::wait_list::wake_one;
 use crate::channel::{RecvError, SendError, TryRecvError};
 use crate::loom::{Mutex, MutexGuard};
 
@@ -102,9 +103,7 @@ impl<T> Sender<T> {
             st.sender_gone = true;
             st.rx_waker.take()
         };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
         Ok(())
     }
 
@@ -141,9 +140,7 @@ impl<T> Drop for Sender<T> {
             st.sender_gone = true;
             st.rx_waker.take()
         };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
     }
 }
 
@@ -250,9 +247,7 @@ impl<T> Receiver<T> {
             st.receiver_gone = true;
             st.tx_waker.take()
         };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        wake_one(waker);
     }
 }
 

@@ -290,6 +290,15 @@ impl WakeList {
     }
 }
 
+/// Wakes one waker taken under a lock (nothing for `None`), once the lock is released; a
+/// panic is contained as in [`WakeList::wake_all`].
+#[inline]
+pub(crate) fn wake_one(waker: Option<Waker>) {
+    if let Some(w) = waker {
+        wake(w);
+    }
+}
+
 #[inline]
 fn wake(w: Waker) {
     if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake())) {

@@ -96,6 +96,22 @@ impl Wake for CountWaker {
     }
 }
 
+/// A waker that panics when woken (as a foreign executor's might), with a message
+/// [`quiet_expected_panics`] keeps quiet.
+pub(crate) struct PanicWaker;
+
+impl PanicWaker {
+    pub(crate) fn waker() -> Waker {
+        Waker::from(Arc::new(PanicWaker))
+    }
+}
+
+impl Wake for PanicWaker {
+    fn wake(self: Arc<Self>) {
+        panic!("expected: this waker panics");
+    }
+}
+
 /// A waker that appends its index to a shared log when woken (wake order).
 pub(crate) struct LogWaker {
     index: usize,

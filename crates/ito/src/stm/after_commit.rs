@@ -6,7 +6,9 @@
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use super::reclaim::{self, Guard};
+use super::reclaim::Guard;
+#[cfg(not(loom))]
+use super::reclaim;
 use crate::future::cell::{CellHeader, CellWaiter};
 
 /// The waiters and callbacks of the promises a commit completed, to notify once the

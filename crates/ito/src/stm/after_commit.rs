@@ -6,9 +6,9 @@
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use super::reclaim::Guard;
 #[cfg(not(loom))]
 use super::reclaim;
+use super::reclaim::Guard;
 use crate::future::cell::{CellHeader, CellWaiter};
 
 /// The waiters and callbacks of the promises a commit completed, to notify once the

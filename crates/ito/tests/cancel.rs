@@ -54,12 +54,13 @@ fn an_idle_async_task_is_dropped_and_its_future_fails() {
 fn a_queued_synchronous_task_never_runs() {
     let rt = rt(1);
     let (started, is_started) = channel();
-    let release = Promise::<()>::new();
-    let r = release.future();
-    // Occupy the only worker so the next task stays queued.
+    let (release, released) = channel::<()>();
+    // Occupy the only worker so the next task stays queued. It blocks outside ito (a std
+    // channel): a wait in ito would bring in a compensation thread, which could run the next
+    // task before it is cancelled.
     let blocker = rt.spawn_fn(move || {
         started.send(()).unwrap();
-        r.wait().unwrap();
+        released.recv().unwrap();
     });
     is_started.recv().unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
@@ -71,7 +72,7 @@ fn a_queued_synchronous_task_never_runs() {
     });
     let watcher = queued.map(|()| ());
     assert!(queued.cancel());
-    release.success(()).unwrap();
+    release.send(()).unwrap();
     assert_eq!(blocker.wait(), Ok(()));
     assert_eq!(watcher.wait(), Err(Failure::Cancelled));
     assert_eq!(ran.load(Ordering::SeqCst), 0);

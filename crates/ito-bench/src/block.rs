@@ -127,7 +127,7 @@ struct BlockRecord {
     /// Peak number of OS threads of the process.
     #[serde(default)]
     peak_threads: Option<u64>,
-    /// `git rev-parse --short HEAD`.
+    /// The commit this binary was built from ([`crate::measure::commit`]).
     #[serde(default)]
     commit: String,
     /// CPUs available.

@@ -210,7 +210,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod channel;
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(target_os = "linux")]
 pub(crate) mod coro;
 mod failure;
 pub mod future;

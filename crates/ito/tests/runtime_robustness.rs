@@ -212,11 +212,11 @@ fn idle_compensation_threads_exit_after_the_keep_alive() {
         .thread_keep_alive(Duration::from_millis(50))
         .build()
         .unwrap();
-    let fs: Vec<_> = (0..8)
-        .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(20)).wait()))
-        .collect();
+    // Blocking outside ito holds a thread (a wait in ito would suspend instead).
+    let block = || ito::block_in_place(|| std::thread::sleep(Duration::from_millis(20)));
+    let fs: Vec<_> = (0..8).map(|_| rt.spawn_fn(block)).collect();
     for f in fs {
-        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
+        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(())));
     }
     let peak = rt.metrics().peak_threads;
     assert!(peak > 1, "some compensation happened: {peak}");
@@ -226,11 +226,9 @@ fn idle_compensation_threads_exit_after_the_keep_alive() {
         std::thread::sleep(Duration::from_millis(10));
     }
     // Slots are reused: another burst works and the runtime stays bounded.
-    let fs: Vec<_> = (0..8)
-        .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(20)).wait()))
-        .collect();
+    let fs: Vec<_> = (0..8).map(|_| rt.spawn_fn(block)).collect();
     for f in fs {
-        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
+        assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(())));
     }
 }
 
@@ -604,9 +602,9 @@ fn shutdown_timeout_of_an_idle_runtime_finishes() {
     assert!(rt.shutdown_timeout(std::time::Duration::from_secs(30)));
 }
 
-/// A graph with more blocked waits in progress than the runtime can have threads stalls (a
-/// wait on a promise holds its thread); the runtime says so on standard error instead of
-/// stalling silently. Runs in a child process, which the test kills once it has seen the
+/// A graph with more tasks blocked outside ito than the runtime can have threads stalls
+/// (such a block holds its thread; a wait in ito would suspend instead); the runtime says so on
+/// standard error instead of stalling silently. Runs in a child process, which the test kills once it has seen the
 /// report: the stalled chain would otherwise never finish.
 #[test]
 fn a_stall_past_the_thread_bound_is_reported() {
@@ -642,8 +640,8 @@ fn a_stall_past_the_thread_bound_is_reported() {
         assert!(line.contains("stall-test"), "{line}");
         return;
     }
-    // Task i waits for a promise that task i+1 completes after its own wait: each wait holds
-    // a thread, and 400 of them do not fit in 1 + 0 + 256 slots.
+    // Task i blocks outside ito until task i+1 has blocked and come back: each block holds a
+    // thread, and 400 of them do not fit in 1 + 0 + 256 slots.
     let rt = Runtime::builder()
         .workers(1)
         .max_compensation(0)
@@ -651,17 +649,19 @@ fn a_stall_past_the_thread_bound_is_reported() {
         .thread_name("stall-test")
         .build()
         .unwrap();
-    let promises: Vec<Promise<u32>> = (0..=400).map(|_| Promise::new()).collect();
-    let tasks: Vec<_> = (0..400)
-        .map(|i| {
-            let mine = promises[i].future();
-            let below = promises[i + 1].clone();
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..=400).map(|_| mpsc::channel::<u32>()).unzip();
+    let mut receivers = receivers.into_iter();
+    let tasks: Vec<_> = senders[1..]
+        .iter()
+        .cloned()
+        .zip(receivers.by_ref())
+        .map(|(below, mine)| {
             rt.spawn_fn(move || {
-                let v = mine.wait().unwrap();
-                let _ = below.try_success(v);
+                let v = ito::block_in_place(|| mine.recv().unwrap());
+                let _ = below.send(v);
             })
         })
         .collect();
     std::thread::sleep(std::time::Duration::from_secs(120));
-    drop((tasks, promises));
+    drop((tasks, senders));
 }

@@ -204,15 +204,25 @@ fn blocked_waits_show_why() {
     let gate = ito::Promise::<u8>::new();
     let g = gate.future();
     let waiter = rt.spawn_fn(move || g.wait().unwrap());
-    // The waiter blocks (its worker is compensated) until the gate opens.
-    while rt.metrics().compensations == 0 {
+    // A wait in ito suspends the waiter until the gate opens; the worker goes on.
+    while rt.metrics().suspends == 0 {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert!(gate.try_success(7));
     assert_eq!(waiter.wait(), Ok(7));
+    // A block outside ito holds its thread: the worker is compensated meanwhile.
+    let (tx, rx) = std::sync::mpsc::channel::<u8>();
+    let blocker = rt.spawn_fn(move || ito::block_in_place(|| rx.recv().unwrap()));
+    while rt.metrics().compensations == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    tx.send(8).unwrap();
+    assert_eq!(blocker.wait(), Ok(8));
     drop(rt);
     let evs = events(&path);
-    assert_eq!(count(&evs, "X", |n| n == "blocked: wait"), 1);
+    assert_eq!(count(&evs, "i", |n| n == "task suspended"), 1);
+    assert_eq!(count(&evs, "i", |n| n == "task resumed"), 1);
+    assert_eq!(count(&evs, "X", |n| n == "blocked: block_in_place"), 1);
     assert!(count(&evs, "i", |n| n == "compensation start") >= 1);
     std::fs::remove_file(&path).unwrap();
 }

@@ -52,6 +52,7 @@ pub(crate) fn thread_number() -> u64 {
 }
 
 /// Whether the caller runs inside a coroutine (so that [`suspend`] may be called).
+#[cfg(test)]
 pub(crate) fn in_coroutine() -> bool {
     !YIELDER.with(Cell::get).is_null()
 }
@@ -169,8 +170,14 @@ impl<R> Coro<R> {
     }
 
     /// The name given at creation.
+    #[cfg(test)]
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The usable range `[low, base)` of its stack.
+    pub(crate) fn stack(&self) -> std::ops::Range<usize> {
+        self.guard.1..self.base
     }
 
     /// Runs `go` with this coroutine marked as running on this thread (for `suspend` and for
@@ -192,6 +199,7 @@ impl<R> Coro<R> {
         overflow::prepare_thread();
         let running = overflow::set_running(Some(Running {
             guard: self.guard,
+            #[cfg(test)]
             base: self.base,
             name: &*self.name,
         }));
@@ -214,72 +222,6 @@ impl<R> Drop for Coro<R> {
             // Unwinds the suspended stack, running its destructors, with this coroutine marked
             // as running so that an overflow during the unwind is still reported by name.
             self.switch_in(Inner::force_unwind);
-        }
-    }
-}
-
-/// A [`Coro`] that may be sent between threads: it checks at every use that it is on its home
-/// thread (the one of its first resume), so the `!Send` state on its stack is only ever touched
-/// there. Dropped elsewhere, a started coroutine that has not finished is leaked rather than
-/// unwound on a foreign thread (see `docs/coroutines.md`).
-pub(crate) struct SendCoro<R> {
-    coro: std::mem::ManuallyDrop<Coro<R>>,
-}
-
-// SAFETY: an unstarted coroutine holds only the `Send` closure (and the stack, which is plain
-// memory); a started one is resumed and dropped only on its home thread, checked by thread
-// number, so nothing on its stack is ever touched by another thread. `R: Send` because the
-// value may be taken out on the home thread and then moved anywhere.
-unsafe impl<R: Send> Send for SendCoro<R> {}
-
-impl<R: Send + 'static> SendCoro<R> {
-    /// Like [`Coro::new`] (with its errors), for a `Send` function and result.
-    pub(crate) fn new<F: FnOnce() -> R + Send + 'static>(
-        pool: &StackPool,
-        name: impl Into<Cow<'static, str>>,
-        f: F,
-    ) -> io::Result<Self> {
-        Ok(SendCoro {
-            coro: std::mem::ManuallyDrop::new(Coro::new(pool, name, f)?),
-        })
-    }
-}
-
-impl<R> SendCoro<R> {
-    /// Whether the caller may use the coroutine: it has not started, or this is its home thread.
-    pub(crate) fn is_home(&self) -> bool {
-        let home = self.coro.home;
-        home == 0 || home == thread_number()
-    }
-
-    /// [`Coro::resume`] on the home thread (the first resume makes the caller's thread home);
-    /// `None`, touching nothing, on any other thread.
-    ///
-    /// The coroutine itself is never handed out: swapped for another `Coro`, whose closure need
-    /// not be `Send`, it would make this `Send` wrapper carry `!Send` data.
-    pub(crate) fn resume(&mut self) -> Option<Resumed<R>> {
-        self.is_home().then(|| self.coro.resume())
-    }
-
-    /// Whether the function returned or panicked.
-    pub(crate) fn is_done(&self) -> bool {
-        self.coro.is_done()
-    }
-
-    /// The name given at creation.
-    pub(crate) fn name(&self) -> &str {
-        self.coro.name()
-    }
-}
-
-impl<R> Drop for SendCoro<R> {
-    fn drop(&mut self) {
-        // A finished coroutine may be dropped anywhere: nothing is left on its stack, so its
-        // drop touches no thread's state, and its stack goes back to this thread's cache.
-        if self.is_home() || self.coro.is_done() {
-            // SAFETY: `coro` is dropped once, here, on its home thread, or unstarted, or
-            // finished (when dropping it runs no code on its stack).
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.coro) };
         }
     }
 }

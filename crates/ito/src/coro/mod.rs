@@ -5,19 +5,12 @@
 //! - [`Coro`] runs a `FnOnce() -> R` on such a stack; [`suspend`] (from any depth inside it)
 //!   hands control back to [`Coro::resume`]'s caller. A panic comes out of `resume` as a value;
 //!   dropping a suspended coroutine unwinds its stack.
-//! - A coroutine runs only on the thread it started on: [`Coro`] is `!Send`, and [`SendCoro`]
-//!   checks the thread at each use.
+//! - A coroutine runs only on the thread it started on: [`Coro`] is `!Send`; the scheduler
+//!   keeps each worker's coroutines (its loops, `runtime/loops.rs`) on that worker.
 //! - An overflow hits the stack's guard page and is reported by name before the process aborts.
 //!
 //! The stack switch itself is the `corosensei` crate's. `docs/coroutines.md` gives the design,
 //! the soundness argument and the figures.
-
-// The scheduler integration (issue 19) is the first user; until then only the tests use this.
-#![allow(
-    dead_code,
-    unused_imports,
-    reason = "the scheduler integration of issue 19 comes next"
-)]
 
 mod coroutine;
 #[cfg(test)]
@@ -27,6 +20,9 @@ mod stack;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use coroutine::{Coro, Payload, Resumed, SendCoro, in_coroutine, suspend};
+#[cfg(test)]
+pub(crate) use coroutine::in_coroutine;
+pub(crate) use coroutine::{Coro, Resumed, suspend};
+#[cfg(test)]
 pub(crate) use overflow::running_stack;
-pub(crate) use stack::{Stack, StackPool, StackSizeError};
+pub(crate) use stack::StackPool;

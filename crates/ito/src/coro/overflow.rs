@@ -18,6 +18,7 @@ pub(crate) struct Running {
     /// address.
     pub(crate) guard: (usize, usize),
     /// One past its stack's highest address (where the stack starts: it grows down).
+    #[cfg(test)]
     pub(crate) base: usize,
     /// Its name, valid while it runs (the coroutine owns it).
     pub(crate) name: *const str,
@@ -40,6 +41,7 @@ pub(crate) fn set_running(running: Option<Running>) -> Option<Running> {
 /// The usable range `[low, base)` of the stack of the coroutine running on this thread, or
 /// `None` on a thread's own stack. A check for stack room (before running a task inline) must
 /// use this range inside a coroutine, not the thread's.
+#[cfg(test)]
 pub(crate) fn running_stack() -> Option<std::ops::Range<usize>> {
     RUNNING.with(Cell::get).map(|r| r.guard.1..r.base)
 }

@@ -62,8 +62,9 @@ impl fmt::Display for StackSizeError {
 impl std::error::Error for StackSizeError {}
 
 impl StackPool {
-    /// The default usable size of a task's stack: 256 KiB (see `docs/coroutines.md`).
-    pub(crate) const DEFAULT_SIZE: usize = 256 * 1024;
+    /// The default usable size of a task's stack: 8 MiB, a worker thread's default, since
+    /// tasks run on these stacks and not on their threads' (see `docs/coroutines.md`).
+    pub(crate) const DEFAULT_SIZE: usize = 8 << 20;
     /// The smallest stack a pool accepts: room for a panic's unwinding and formatting.
     pub(crate) const MIN_SIZE: usize = 16 * 1024;
     /// The largest stack a pool accepts: a thread's default on Linux (8 MiB) times 128.
@@ -81,6 +82,7 @@ impl StackPool {
     }
 
     /// The usable size of this pool's stacks in bytes.
+    #[cfg(test)]
     pub(crate) fn size(&self) -> usize {
         self.size
     }

@@ -82,6 +82,12 @@ fn defer(cell: NonNull<CellHeader>, callbacks: *const CellWaiter) {
     crate::runtime::spawn_detached(Box::new(move || drop(job)));
 }
 
+/// Replaces this thread's callback nesting depth (a worker loop suspending or resuming).
+/// Returns the previous one.
+pub(crate) fn swap_depth(depth: u32) -> u32 {
+    DEPTH.with(|d| d.replace(depth))
+}
+
 /// From now on, this thread hands every callback to a task instead of running it (the timer
 /// thread: user code there would hold up every timer in the process).
 pub(crate) fn never_run_callbacks_here() {

@@ -79,6 +79,7 @@ pub(crate) use block::BlockRef;
 pub(crate) use exit::Notify;
 #[cfg(all(test, loom))]
 pub(crate) use mailbox::{MailboxCore, Node, NodeBox, Take};
+pub(crate) use run::{PollingNow, swap_polling};
 
 /// Spawns a process on the current runtime. `body` receives the process's [`Mailbox`] and
 /// returns its async body; the process ends when the body does (see [`IntoExit`] for what it

@@ -43,6 +43,22 @@ thread_local! {
         const { Cell::new((ptr::null(), ptr::null())) };
 }
 
+/// The process body a thread is polling, and that poll's waker (see `CURRENT`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PollingNow((*const (), *const Waker));
+
+impl Default for PollingNow {
+    fn default() -> Self {
+        PollingNow((ptr::null(), ptr::null()))
+    }
+}
+
+/// Replaces what this thread is polling (a worker loop suspending or resuming: the poll
+/// belongs to the loop's stack). Returns the previous value.
+pub(crate) fn swap_polling(now: PollingNow) -> PollingNow {
+    PollingNow(CURRENT.with(|c| c.replace(now.0)))
+}
+
 /// Whether this thread is polling the body of the process of `block`, and `waker` wakes the
 /// same task as the process task's waker: then a wake-up through the mailbox's slot reaches
 /// whoever waits with `waker`.

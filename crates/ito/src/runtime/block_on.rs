@@ -1,18 +1,16 @@
 //! [`block_on`]: run a future to completion on the current thread.
 
+use super::park::{Blocker, CountedOutside, Spin, Unblocker, park_blocked};
+use crate::task::cancel::Watch;
+use crate::trace::Why;
 use std::future::{Future as StdFuture, IntoFuture};
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
-
-use super::park::{CountedOutside, Spin, park_blocked};
-use crate::task::cancel::Watch;
-use crate::trace::Why;
 
 struct ThreadWaker {
-    thread: Thread,
+    who: Unblocker,
     notified: AtomicBool,
 }
 
@@ -22,7 +20,7 @@ impl Wake for ThreadWaker {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.notified.swap(true, Ordering::Release) {
-            self.thread.unpark();
+            self.who.unblock();
         }
     }
 }
@@ -61,8 +59,10 @@ pub(crate) fn block_on_cancellable<F: IntoFuture>(fut: F) -> Result<F::Output, c
 /// task running on this thread is cancelled first.
 fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
     let mut fut = pin!(fut);
+    // On a worker loop that may suspend, parking suspends the loop; elsewhere, the thread.
+    let blocker = Blocker::current();
     let tw = Arc::new(ThreadWaker {
-        thread: thread::current(),
+        who: blocker.unblocker(),
         notified: AtomicBool::new(false),
     });
     let waker = Waker::from(tw.clone());
@@ -81,7 +81,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         if cancellable {
             // Register before checking, so a cancellation after the check unparks us.
             if watch.is_none() {
-                watch = Watch::new();
+                watch = Watch::new(&blocker);
             }
             if watch.as_ref().is_some_and(Watch::cancelled) {
                 return None;
@@ -95,12 +95,12 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
         };
         if !(woken() || spun()) {
             // Parking counts this thread out of `block_on`'s running threads meanwhile.
-            park_blocked(Why::BlockOn, || {
+            park_blocked(Why::BlockOn, &blocker, || {
                 while !woken() {
                     if watch.as_ref().is_some_and(Watch::cancelled) {
                         return;
                     }
-                    thread::park();
+                    blocker.park();
                 }
             });
             if let Some(r) = &running {
@@ -113,6 +113,7 @@ fn drive<F: StdFuture>(fut: F, cancellable: bool) -> Option<F::Output> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use std::sync::Mutex;
+    use std::thread;
     use std::time::{Duration, Instant};
 
     use super::*;

@@ -18,10 +18,10 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, Thread};
+use std::thread;
 use std::time::Instant;
 
-use super::park::{Spin, pause_outside};
+use super::park::{Blocker, Spin, Unblocker, pause_outside};
 use super::worker::{self, WorkerCtx};
 use crate::future::cell::{Action, CellHeader, CellWaiter, Locked};
 use crate::task::Header;
@@ -39,11 +39,12 @@ pub(crate) enum Woken {
     Cancelled,
 }
 
-/// A thread parked on a cell. Lives on the waiting thread's stack.
+/// A waiter parked on a cell (a thread, or a suspended worker loop). Lives on the waiter's
+/// stack.
 #[repr(C)]
 struct ThreadNode {
     waiter: CellWaiter,
-    thread: Thread,
+    who: Unblocker,
     done: AtomicBool,
 }
 
@@ -51,10 +52,10 @@ unsafe fn notify_thread(node: NonNull<CellWaiter>, _cell: NonNull<CellHeader>, _
     let node = node.cast::<ThreadNode>();
     // SAFETY: the node is live until `done` is set: its owner does not return before it sees
     // `done` (or unlinks the node itself, in which case this is never called).
-    let t = unsafe { node.as_ref() }.thread.clone();
+    let who = unsafe { node.as_ref() }.who.clone();
     // SAFETY: as above; this store is our last access to the node.
     unsafe { node.as_ref() }.done.store(true, Ordering::Release);
-    t.unpark();
+    who.unblock();
 }
 
 /// Waits until `cell` is complete, or `deadline` passes, or the synchronous task running on
@@ -131,9 +132,10 @@ fn park_on(
     ctx: Option<&WorkerCtx>,
     cancellable: bool,
 ) -> Woken {
+    let blocker = Blocker::current();
     let node = ThreadNode {
         waiter: CellWaiter::new_owner(notify_thread),
-        thread: thread::current(),
+        who: blocker.unblocker(),
         done: AtomicBool::new(false),
     };
     let ptr = NonNull::from(&node).cast::<CellWaiter>();
@@ -148,8 +150,15 @@ fn park_on(
     if ctx.is_none() && Spin::outside().run(deadline, done).is_some() {
         return Woken::Complete;
     }
-    let watch = if cancellable { Watch::new() } else { None };
-    let _blocked = ctx.map(|c| c.enter_blocking(Why::Wait));
+    let watch = if cancellable {
+        Watch::new(&blocker)
+    } else {
+        None
+    };
+    // A suspended loop leaves the thread running: nothing to hand over.
+    let _blocked = ctx
+        .filter(|_| !blocker.suspends())
+        .map(|c| c.enter_blocking(Why::Wait));
     // Off the workers: a thread parked in a `block_on` is not running (`park/README.md`, "Deferred
     // wake-ups").
     let _paused = ctx.is_none().then(pause_outside);
@@ -161,13 +170,12 @@ fn park_on(
             break Woken::Cancelled;
         }
         match deadline {
-            None => thread::park(),
+            None => blocker.park(),
             Some(d) => {
-                let now = Instant::now();
-                if now >= d {
+                if Instant::now() >= d {
                     break Woken::TimedOut;
                 }
-                thread::park_timeout(d - now);
+                blocker.park_until(d);
             }
         }
     };

@@ -1,5 +1,6 @@
 //! [`Builder`]: a runtime's configuration, and building it.
 
+use crate::coro::StackPool;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -30,6 +31,7 @@ pub struct Builder {
     workers: Option<usize>,
     max_compensation: Option<usize>,
     stack_size: usize,
+    task_stack_size: usize,
     thread_name: String,
     max_blocking: usize,
     keep_alive: Duration,
@@ -71,6 +73,25 @@ impl Builder {
     /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes.max(256 * 1024);
+        self
+    }
+
+    /// Stack size of the stacks tasks run on (default 8 MiB; only touched pages use memory).
+    ///
+    /// A worker runs its tasks on pooled stacks of this size, not on its thread's stack, so
+    /// that a task that blocks in one of ito's waits suspends with its stack and the worker
+    /// goes on (`docs/coroutines.md`). A task that overflows it hits a guard page and the
+    /// process aborts with a report naming the worker, as a thread's overflow does. Sizes
+    /// from 16 KiB to 1 GiB are accepted; [`build`](Self::build) refuses others.
+    ///
+    /// ```
+    /// let rt = ito::Runtime::builder().task_stack_size(8 << 20).build().unwrap();
+    /// assert_eq!(rt.spawn_fn(|| 1).wait(), Ok(1));
+    /// # drop(rt);
+    /// assert!(ito::Runtime::builder().task_stack_size(1).build().is_err());
+    /// ```
+    pub fn task_stack_size(mut self, bytes: usize) -> Self {
+        self.task_stack_size = bytes;
         self
     }
 
@@ -166,6 +187,8 @@ impl Builder {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let max_comp = self.max_compensation.unwrap_or(workers.max(4));
         let capacity = workers + max_comp + EMERGENCY_SLOTS;
+        let task_stacks = StackPool::new(self.task_stack_size)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let shared: &'static Shared = Box::leak(Box::new(Shared {
             injector: Injector::new(),
             sleep: Sleep::new(capacity, workers, self.idle_spin),
@@ -180,6 +203,7 @@ impl Builder {
             counters: Counters::default(),
             blocking: BlockingPool::new(self.max_blocking),
             trace: self.trace.map(crate::trace::Recorder::new),
+            task_stacks: Some(task_stacks),
         }));
         for _ in 0..workers {
             if let Err(e) = threads::start_thread(shared, false) {
@@ -200,6 +224,7 @@ impl Default for Builder {
             workers: None,
             max_compensation: None,
             stack_size: 8 << 20,
+            task_stack_size: StackPool::DEFAULT_SIZE,
             thread_name: "ito".to_string(),
             max_blocking: 64,
             keep_alive: Duration::from_secs(10),

@@ -29,6 +29,9 @@ pub struct Metrics {
     pub helped: u64,
     /// Second closures of [`join`](crate::join) run by another thread than their caller's.
     pub join_steals: u64,
+    /// Times a task blocked in one of ito's waits suspended with its stack while its worker
+    /// went on with other tasks (`docs/coroutines.md`).
+    pub suspends: u64,
     /// Compensation threads started or reactivated for blocked workers.
     pub compensations: u64,
     /// Threads of this runtime alive now (workers, compensation, blocking pool).
@@ -75,6 +78,7 @@ pub(super) struct SlotMetrics {
     pub(super) parks: AtomicU64,
     pub(super) helped: AtomicU64,
     pub(super) join_steals: AtomicU64,
+    pub(super) suspends: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling thread writes.
@@ -91,6 +95,7 @@ impl SlotMetrics {
         m.parks += self.parks.load(Ordering::Relaxed);
         m.helped += self.helped.load(Ordering::Relaxed);
         m.join_steals += self.join_steals.load(Ordering::Relaxed);
+        m.suspends += self.suspends.load(Ordering::Relaxed);
     }
 }
 

@@ -9,6 +9,7 @@
 //! | `handle.rs` | [`Runtime`] (the owning handle) and the global runtime | nothing |
 //! | `inject.rs` | putting tasks on queues: spawns, wake-ups, batches from outside | `injector` |
 //! | `worker.rs` | a worker's slot and context, and its loop | its own slot |
+//! | `loops.rs` | worker loops on task stacks: suspending a blocked task, resuming it at home | its own slot's resume queue (others push) |
 //! | `join/` | fork-join: [`join`](crate::join), the join stack, the shelf of exposed jobs, their latches | its thread's shelf and stack |
 //! | `threads.rs` | starting, retiring and compensating threads | `threads` |
 //! | `park/` | sleeping and waking threads, counting outside threads | `sleep` |
@@ -29,6 +30,7 @@ mod builder;
 mod handle;
 mod inject;
 pub(crate) mod join;
+pub(crate) mod loops;
 mod metrics;
 pub(crate) mod park;
 mod shutdown;
@@ -73,6 +75,9 @@ pub(crate) struct Shared {
     /// The trace recorder, if tracing is on. Every recording call sits behind one check of
     /// this field (`docs/trace.md`).
     pub(crate) trace: Option<&'static crate::trace::Recorder>,
+    /// The stacks workers run their loops, and so tasks, on (`loops.rs`); `None`: on their
+    /// threads' own stacks.
+    pub(crate) task_stacks: Option<crate::coro::StackPool>,
 }
 
 impl Shared {

@@ -18,7 +18,6 @@
 //! threads than workers; if so it retires (`threads.rs`).
 
 use std::cell::Cell;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -27,6 +26,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
 use super::Shared;
+use super::loops::{self, Loops, Resumes, STACK_RESERVE};
 use super::metrics::{SlotMetrics, bump};
 use super::park::{Idler, Parker, Seeker};
 use crate::runtime::join::shelf::{JobRef, Shelf};
@@ -42,8 +42,6 @@ const MAX_LIFO_STREAK: u32 = 3;
 const BATCH_STEAL_MIN: usize = 32;
 /// The most tasks one batch steal takes (crossbeam takes at most half the deque).
 const BATCH_STEAL_LIMIT: usize = 16;
-/// Stack kept free below a task run inline by a waiter.
-const STACK_RESERVE: usize = 256 * 1024;
 /// What other threads see of a worker thread.
 pub(crate) struct Slot {
     stealer: Stealer<TaskRef>,
@@ -55,6 +53,8 @@ pub(crate) struct Slot {
     /// Written by the owner on every task: on a cache line of its own, so workers do not
     /// bounce each other's lines.
     pub(super) metrics: CachePadded<SlotMetrics>,
+    /// This thread's suspended loops whose wait is over (`loops.rs`).
+    pub(crate) resumes: CachePadded<Resumes>,
 }
 
 impl Slot {
@@ -64,6 +64,7 @@ impl Slot {
             retired: AtomicBool::new(false),
             shelf: CachePadded::new(Shelf::new()),
             metrics: CachePadded::new(SlotMetrics::default()),
+            resumes: CachePadded::new(Resumes::default()),
         }
     }
     pub(super) fn has_work(&self) -> bool {
@@ -96,8 +97,12 @@ pub(crate) struct WorkerCtx {
     compensator: bool,
     /// Counted out of the active threads by a wait in progress (`enter_blocking`).
     pub(super) blocked: Cell<bool>,
-    /// Lowest stack address a waiter may run a task inline above.
-    stack_limit: usize,
+    /// Lowest stack address a waiter may run a task inline above, on the stack in use now.
+    stack_limit: Cell<usize>,
+    /// The same, on the thread's own stack.
+    thread_stack_limit: usize,
+    /// The loops this thread runs tasks on.
+    loops: Loops,
     /// The joins in progress on this thread.
     join: JoinStack,
     /// This thread, for whoever sets the latch of a join job it sleeps on.
@@ -108,6 +113,8 @@ pub(crate) struct WorkerCtx {
 pub(crate) enum Found {
     Task(TaskRef),
     Job(JobRef),
+    /// A suspended loop of this thread is ready to resume.
+    Resume,
 }
 
 thread_local! {
@@ -156,7 +163,8 @@ impl Drop for EnterGuard {
 }
 
 /// Why a worker loop returned.
-enum Exit {
+#[derive(Debug)]
+pub(super) enum Exit {
     /// The runtime is shutting down.
     Shutdown,
     /// A compensation thread idled for `Builder::thread_keep_alive`; its slot goes to the free list.
@@ -208,6 +216,13 @@ pub(super) fn main(
     stack_size: usize,
 ) -> Option<(Worker<TaskRef>, Parker)> {
     let base = stack_pointer();
+    let thread_stack_limit = base
+        .saturating_sub(stack_size)
+        .saturating_add(STACK_RESERVE);
+    let name = std::thread::current().name().map_or_else(
+        || format!("a task on ito worker {index}"),
+        |n| format!("a task on {n}"),
+    );
     let ctx = WorkerCtx {
         shared,
         index,
@@ -225,9 +240,9 @@ pub(super) fn main(
         ),
         compensator,
         blocked: Cell::new(false),
-        stack_limit: base
-            .saturating_sub(stack_size)
-            .saturating_add(STACK_RESERVE),
+        stack_limit: Cell::new(thread_stack_limit),
+        thread_stack_limit,
+        loops: Loops::new(shared.task_stacks, name),
         join: JoinStack::new(),
         thread: crate::loom::thread::current(),
     };
@@ -244,14 +259,7 @@ pub(super) fn main(
         r.local();
     }
     let reset = ResetCtx;
-    // Tasks contain their own panics; anything that still escapes (a destructor run by the
-    // loop itself) must not kill the worker: keep working.
-    let exit = loop {
-        match catch_unwind(AssertUnwindSafe(|| ctx.run_loop())) {
-            Ok(exit) => break exit,
-            Err(payload) => crate::failure::drop_payload(payload),
-        }
-    };
+    let exit = loops::run(&ctx);
     drop(reset);
     match exit {
         Exit::Shutdown => {
@@ -287,8 +295,11 @@ impl WorkerCtx {
         self.slot
     }
 
-    fn run_loop(&self) -> Exit {
+    pub(super) fn run_loop(&self) -> Exit {
         loop {
+            if self.slot.resumes.is_pending() && self.resume_queued() {
+                return Exit::Shutdown;
+            }
             if self.shared.is_shutdown() {
                 // Tasks are cancelled at shutdown, but a join job must run for its `join`
                 // to return: finish every exposed one first.
@@ -332,9 +343,20 @@ impl WorkerCtx {
         }
     }
 
+    /// Hands the thread to a loop queued for resumption; returns whether this loop must end.
+    #[cold]
+    fn resume_queued(&self) -> bool {
+        self.stop_searching();
+        self.flush_lifo();
+        self.loops.yield_to_resumed()
+    }
+
     fn run_found(&self, found: Found) {
         match found {
             Found::Task(t) => self.run_task(t),
+            Found::Resume => {
+                // The loop top resumes it.
+            }
             Found::Job(j) => {
                 self.stop_searching();
                 self.note_join_steal();
@@ -507,7 +529,23 @@ impl WorkerCtx {
     /// The current stack position has room to run a task inline.
     #[inline]
     pub(crate) fn stack_has_room(&self) -> bool {
-        stack_pointer() > self.stack_limit
+        stack_pointer() > self.stack_limit.get()
+    }
+
+    /// A loop on another stack runs now: inline runs stop at `limit` on it.
+    pub(super) fn set_stack_limit(&self, limit: usize) {
+        self.stack_limit.set(limit);
+    }
+
+    /// Back on the thread's own stack.
+    pub(super) fn reset_stack_limit(&self) {
+        self.stack_limit.set(self.thread_stack_limit);
+    }
+
+    /// This thread's loops.
+    #[inline]
+    pub(crate) fn loops(&self) -> &Loops {
+        &self.loops
     }
 
     /// Helps a waiter whose awaited task is `task`: if it is on top of this worker's deque,
@@ -568,7 +606,8 @@ impl WorkerCtx {
 
     /// Whether this is a compensation thread the runtime no longer needs (it retires).
     fn should_retire(&self) -> bool {
-        self.compensator && self.shared.sleep.over_target()
+        // Its suspended loops can only resume on it.
+        self.compensator && self.shared.sleep.over_target() && self.loops.suspended() == 0
     }
 
     /// Moves the task in the LIFO slot to the deque, where others can steal it (this thread
@@ -625,10 +664,13 @@ impl Seeker for WorkerCtx {
     type Found = Found;
 
     fn steal_anywhere(&self) -> Option<Found> {
+        if self.slot.resumes.is_pending() {
+            return Some(Found::Resume);
+        }
         WorkerCtx::steal_anywhere(self)
     }
     fn has_queued_work(&self) -> bool {
-        self.shared.has_queued_work()
+        self.slot.resumes.is_pending() || self.shared.has_queued_work()
     }
     fn is_shutdown(&self) -> bool {
         self.shared.is_shutdown()

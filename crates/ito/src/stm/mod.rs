@@ -163,6 +163,12 @@ thread_local! {
     static IN_TX: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Replaces whether this thread runs a transaction (a worker loop suspending or resuming: the
+/// transaction belongs to the loop's stack). Returns the previous value.
+pub(crate) fn swap_in_transaction(in_tx: bool) -> bool {
+    IN_TX.with(|t| t.replace(in_tx))
+}
+
 /// Marks this thread as running a transaction's closure.
 struct NestGuard;
 
@@ -327,16 +333,21 @@ pub(crate) fn atomically_in<R>(
                 serial = None;
                 conflicts = 0;
                 impatient = false;
-                sleep_until_changed(tx, Wake::Thread(crate::loom::thread::current()), true);
+                let blocker = crate::runtime::park::Blocker::current();
+                sleep_until_changed(tx, Wake::Unblock(blocker.unblocker()), Some(&blocker));
             }
         }
     }
 }
 
-/// After a `retry`: registers on every variable `tx` read, and (if `park`) sleeps until one
-/// is written. Returns the sleeper and the variables it is registered on, if it did not
+/// After a `retry`: registers on every variable `tx` read, and (given a blocker) sleeps
+/// until one is written. Returns the sleeper and the variables it is registered on, if it did not
 /// sleep (async), or `None` once done.
-fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
+fn sleep_until_changed(
+    tx: Tx,
+    wake: Wake,
+    park: Option<&crate::runtime::park::Blocker>,
+) -> Option<Registration> {
     assert!(
         !tx.log.reads.is_empty() || !tx.log.cell_reads.is_empty(),
         "ito::stm: `retry` in a transaction that read no TVar would wait for ever"
@@ -386,10 +397,10 @@ fn sleep_until_changed(tx: Tx, wake: Wake, park: bool) -> Option<Registration> {
         vars,
         cells,
     };
-    if park {
+    if let Some(blocker) = park {
         let s = reg.sleeper.clone();
-        crate::runtime::park::park_blocked(crate::trace::Why::StmRetry, move || {
-            s.park_until_notified()
+        crate::runtime::park::park_blocked(crate::trace::Why::StmRetry, blocker, move || {
+            s.park_until_notified(blocker)
         });
         drop(reg);
         None
@@ -536,7 +547,7 @@ where
                     serial = None;
                     this.conflicts = 0;
                     this.deferring = None;
-                    let reg = sleep_until_changed(tx, Wake::Waker(cx.waker().clone()), false)
+                    let reg = sleep_until_changed(tx, Wake::Waker(cx.waker().clone()), None)
                         .expect("an async sleeper returns its registration");
                     if reg.sleeper.is_notified() {
                         continue; // something changed already

@@ -13,13 +13,13 @@
 use std::sync::Arc;
 use std::task::Waker;
 
-use crate::loom::thread::{self, Thread};
 use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::runtime::park::{Blocker, Unblocker};
 
 /// Who to wake.
 pub(crate) enum Wake {
-    /// A thread parked in a synchronous `atomically`.
-    Thread(Thread),
+    /// A synchronous `atomically` (its thread, or its suspended worker loop).
+    Unblock(Unblocker),
     /// An `atomically_async` future.
     Waker(Waker),
 }
@@ -47,7 +47,7 @@ impl Sleeper {
     pub(crate) fn notify(&self) {
         if !self.notified.swap(true, Ordering::AcqRel) {
             match &self.wake {
-                Wake::Thread(t) => t.unpark(),
+                Wake::Unblock(u) => u.unblock(),
                 Wake::Waker(w) => {
                     let r =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake_by_ref()));
@@ -59,10 +59,11 @@ impl Sleeper {
         }
     }
 
-    /// A synchronous sleeper parks until notified.
-    pub(crate) fn park_until_notified(&self) {
+    /// A synchronous sleeper parks (through the blocker whose unblocker it holds) until
+    /// notified.
+    pub(crate) fn park_until_notified(&self, blocker: &Blocker) {
         while !self.is_notified() {
-            thread::park();
+            blocker.park();
         }
     }
 }

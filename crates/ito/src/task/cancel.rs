@@ -25,7 +25,7 @@ use std::ptr::{self, NonNull};
 
 use super::Header;
 use crate::loom::Mutex;
-use crate::loom::thread::{self, Thread};
+use crate::runtime::park::{Blocker, Unblocker};
 
 thread_local! {
     /// The synchronous task whose body this thread is running, or null.
@@ -64,6 +64,12 @@ impl Drop for Running {
     }
 }
 
+/// Replaces the synchronous task this thread runs (a worker loop suspending or resuming:
+/// the task belongs to the loop's stack, not to the thread). Returns the previous one.
+pub(crate) fn swap_current(task: *const Header) -> *const Header {
+    CURRENT.with(|c| c.replace(task))
+}
+
 /// The synchronous task running on this thread, if any.
 #[inline]
 fn current() -> Option<NonNull<Header>> {
@@ -81,7 +87,7 @@ const SHARDS: usize = 32;
 
 /// Threads blocked in ito's blocking calls on behalf of a synchronous task.
 pub(crate) struct BlockedSet {
-    shards: [Mutex<Vec<(usize, Thread)>>; SHARDS],
+    shards: [Mutex<Vec<(usize, Unblocker)>>; SHARDS],
 }
 
 impl BlockedSet {
@@ -91,32 +97,28 @@ impl BlockedSet {
         }
     }
 
-    fn shard(&self, task: usize) -> &Mutex<Vec<(usize, Thread)>> {
+    fn shard(&self, task: usize) -> &Mutex<Vec<(usize, Unblocker)>> {
         &self.shards[(task >> 6) % SHARDS]
     }
 
-    /// Registers the current thread as blocked for `task`.
-    pub(crate) fn register(&self, task: usize) {
-        self.shard(task)
-            .lock()
-            .unwrap()
-            .push((task, thread::current()));
+    /// Registers `who` as blocked for `task`.
+    pub(crate) fn register(&self, task: usize, who: Unblocker) {
+        self.shard(task).lock().unwrap().push((task, who));
     }
 
-    /// Removes one registration of the current thread for `task`.
-    pub(crate) fn unregister(&self, task: usize) {
-        let me = thread::current().id();
+    /// Removes one registration of `who` for `task`.
+    pub(crate) fn unregister(&self, task: usize, who: &Unblocker) {
         let mut v = self.shard(task).lock().unwrap();
-        if let Some(i) = v.iter().position(|(t, th)| *t == task && th.id() == me) {
+        if let Some(i) = v.iter().position(|(t, u)| *t == task && u.same_as(who)) {
             v.swap_remove(i);
         }
     }
 
-    /// Unparks every thread registered for `task`. Call after setting `CANCELLED`.
+    /// Unblocks every waiter registered for `task`. Call after setting `CANCELLED`.
     pub(crate) fn wake(&self, task: usize) {
-        for (t, th) in self.shard(task).lock().unwrap().iter() {
+        for (t, u) in self.shard(task).lock().unwrap().iter() {
             if *t == task {
-                th.unpark();
+                u.unblock();
             }
         }
     }
@@ -138,20 +140,24 @@ pub(crate) fn wake_blocked(task: NonNull<Header>) {
 }
 
 /// A blocking call's registration: while it lives, cancelling the current synchronous task
-/// unparks this thread. Check [`Watch::cancelled`] after registering and after every wake-up.
+/// unblocks the call's blocker. Check [`Watch::cancelled`] after registering and after every
+/// wake-up.
 pub(crate) struct Watch {
     task: NonNull<Header>,
+    #[cfg_attr(loom, allow(dead_code))]
+    who: Unblocker,
 }
 
 impl Watch {
-    /// Registers this thread, if it runs a synchronous task; `None` otherwise (nothing can
-    /// cancel a plain thread's blocking call).
+    /// Registers `blocker`, if this thread runs a synchronous task; `None` otherwise (nothing
+    /// can cancel a plain thread's blocking call).
     #[cold]
-    pub(crate) fn new() -> Option<Watch> {
+    pub(crate) fn new(blocker: &Blocker) -> Option<Watch> {
         let task = current()?;
+        let who = blocker.unblocker();
         #[cfg(not(loom))]
-        blocked().register(task.as_ptr() as usize);
-        Some(Watch { task })
+        blocked().register(task.as_ptr() as usize, who.clone());
+        Some(Watch { task, who })
     }
 
     /// Whether the task was cancelled.
@@ -165,6 +171,6 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         #[cfg(not(loom))]
-        blocked().unregister(self.task.as_ptr() as usize);
+        blocked().unregister(self.task.as_ptr() as usize, &self.who);
     }
 }

@@ -365,6 +365,14 @@ thread_local! {
         const { std::cell::RefCell::new(Cancels { depth: 0, queue: Vec::new() }) };
 }
 
+/// Replaces this thread's cancellation nesting depth (a worker loop suspending or resuming).
+/// Returns the previous one.
+pub(crate) fn swap_cancel_depth(depth: u32) -> u32 {
+    CANCELS
+        .try_with(|c| std::mem::replace(&mut c.borrow_mut().depth, depth))
+        .unwrap_or(0)
+}
+
 /// Runs the cancellations queued on this thread (see [`TaskRef::cancel`]). Shutdown calls it,
 /// and so does a thread about to park: a task it waits for may be sitting in this queue.
 pub(crate) fn run_pending_cancels() {

@@ -12,7 +12,8 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use crate::runtime::park::{Idler, Seeker, Sleep};
+use crate::runtime::loops::Resumes;
+use crate::runtime::park::{Idler, LoopPark, Seeker, Sleep};
 
 /// Queues of one counter: a push sets bits, a steal takes them all (or, `one_at_a_time`, the
 /// lowest one, as a steal of one task does).
@@ -350,5 +351,102 @@ fn loom_park_a_watcher_that_stops_sees_a_push_deferred_meanwhile() {
             let pusher = spawn_pusher(&sleep, &queue, 1);
             vec![outside, pusher]
         });
+    });
+}
+
+/// Worker 0's view when it has suspended a loop: its own resume queue (the shipped
+/// `Resumes`) beside the shared queues; finding a queued loop is finding work.
+struct Home<'a> {
+    queue: &'a Queue,
+    resumes: &'a Resumes,
+}
+
+impl Seeker for Home<'_> {
+    type Found = usize;
+    fn steal_anywhere(&self) -> Option<usize> {
+        // As `WorkerCtx`: its own resume queue first.
+        if let Some(id) = self.resumes.pop() {
+            return Some(1 << (8 + id));
+        }
+        self.queue.steal_anywhere()
+    }
+    fn has_queued_work(&self) -> bool {
+        self.resumes.is_pending() || self.queue.has_queued_work()
+    }
+    fn is_shutdown(&self) -> bool {
+        false
+    }
+    fn should_retire(&self) -> bool {
+        false
+    }
+    fn keep_alive(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn before_park(&self) {}
+    fn count_park(&self) {}
+}
+
+/// A loop of worker 0 blocks (`LoopPark::try_park`, then it suspends and the worker looks for
+/// work) while another thread unblocks it (`LoopToken::unblock`: the state word, the queue,
+/// the targeted wake-up). Whatever the order, the worker resumes the loop exactly once, an
+/// unblock that comes before the suspension is consumed instead of lost, and a worker that
+/// falls asleep meanwhile is woken.
+#[test]
+fn loom_park_an_unblocked_loop_is_resumed_at_home_once() {
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(1, 1, Duration::ZERO));
+        let queue = Queue::default();
+        let resumes = Arc::new(Resumes::default());
+        let park = Arc::new(LoopPark::new());
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
+        let unblocker = thread::spawn(move || {
+            if p.unblock() {
+                r.push(0);
+                s.wake_slot(0);
+            }
+        });
+        if park.try_park() {
+            // Suspended: the worker runs its loop until the loop is queued.
+            let home = Home {
+                queue: &queue,
+                resumes: &resumes,
+            };
+            assert_eq!(find_work(&sleep, &home, &idler), 1 << 8);
+            park.resumed();
+        }
+        unblocker.join().unwrap();
+        assert!(!resumes.is_pending(), "a loop queued twice");
+        assert_settled(&sleep);
+    });
+}
+
+/// Two unblocks of one park (a wake-up and a timeout, say): the loop is queued once.
+#[test]
+fn loom_park_two_unblocks_queue_a_loop_once() {
+    loom::model(|| {
+        let park = Arc::new(LoopPark::new());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let unblockers: Vec<_> = (0..2)
+            .map(|_| {
+                let (p, q) = (park.clone(), queued.clone());
+                thread::spawn(move || {
+                    if p.unblock() {
+                        q.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        let parked = park.try_park();
+        for u in unblockers {
+            u.join().unwrap();
+        }
+        let queued = queued.load(Ordering::SeqCst);
+        if parked {
+            assert_eq!(queued, 1);
+            park.resumed();
+        } else {
+            assert_eq!(queued, 0);
+        }
     });
 }

@@ -4,6 +4,7 @@
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
+use crate::runtime::park::Unblocker;
 use crate::task::cancel::BlockedSet;
 use crate::task::state::{AfterPoll, CancelRequest, Claim, State};
 
@@ -139,11 +140,12 @@ fn cancelled_blocked_task_is_woken() {
         const TASK: usize = 0x1000;
         let (s2, set2) = (s.clone(), set.clone());
         let blocked = thread::spawn(move || {
-            set2.register(TASK);
+            let me = Unblocker::Thread(thread::current());
+            set2.register(TASK, me.clone());
             while !s2.is_cancelled() {
                 thread::park();
             }
-            set2.unregister(TASK);
+            set2.unregister(TASK, &me);
         });
         assert_eq!(s.request_cancel(), CancelRequest::Running);
         set.wake(TASK);

@@ -124,6 +124,8 @@ pub(crate) fn write(out: &mut impl Write, tracks: &[(String, Vec<Event>)]) -> io
                 &format!(r#"{{"slot":{slot}}}"#),
             )?,
             Kind::CompensationRetire => w.instant(tid, t, "compensation retire", "{}")?,
+            Kind::Suspend => w.instant(tid, t, "task suspended", "{}")?,
+            Kind::Resume => w.instant(tid, t, "task resumed", "{}")?,
             Kind::JoinExpose { n } => {
                 w.instant(tid, t, "join expose", &format!(r#"{{"n":{n}}}"#))?;
             }

@@ -57,6 +57,11 @@ pub(crate) enum Kind {
     Park { why: Why },
     /// The park or block started by the latest unmatched `Park` ended.
     Unpark,
+    /// The task running on this thread blocked in one of ito's waits and suspended with its
+    /// stack (one per `Metrics::suspends`); the thread goes on with other tasks.
+    Suspend,
+    /// A suspended task resumed on this thread.
+    Resume,
     /// A compensation thread was started or reactivated on slot `slot`.
     CompensationStart { slot: u64 },
     /// This compensation thread retired (it parks in the spare list).

@@ -14,6 +14,7 @@
 //! - `parker.rs` is the seam every runtime thread parks through.
 //! - `spin.rs` is the one spin-before-park policy.
 
+mod blocker;
 mod outside;
 mod parker;
 mod sleep;
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering, fence};
 
+pub(crate) use blocker::{Blocker, LoopPark, Unblocker};
 pub(crate) use outside::{CountedOutside, park_blocked, pause_outside};
 pub(crate) use parker::{Parker, Unparker};
 pub(crate) use sleep::{Idler, Seeker};
@@ -91,6 +93,28 @@ impl Sleep {
         if let Some(u) = self.unparkers[i].get() {
             u.unpark();
         }
+    }
+
+    /// Wakes slot `i`'s thread if it sleeps for lack of work, counting it as searching as
+    /// [`notify`](Self::notify) does; an awake thread is left alone. The caller has just
+    /// queued work that only that thread may run (a loop to resume): the fence pairs with the
+    /// one a thread falling asleep makes after registering, so either it sees the work or we
+    /// see it in the list.
+    pub(crate) fn wake_slot(&self, i: usize) {
+        fence(Ordering::SeqCst);
+        if !self.sleeping[i].load(Ordering::SeqCst) {
+            return;
+        }
+        let mut list = self.sleepers.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(pos) = list.iter().position(|&j| j == i) else {
+            return;
+        };
+        list.swap_remove(pos);
+        self.num_sleeping.fetch_sub(1, Ordering::SeqCst);
+        self.searching.fetch_add(1, Ordering::SeqCst);
+        self.sleeping[i].store(false, Ordering::Release);
+        drop(list);
+        self.unpark(i);
     }
 
     /// Wakes every slot's thread (shutdown).

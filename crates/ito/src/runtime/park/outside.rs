@@ -9,6 +9,7 @@
 
 use std::cell::Cell;
 
+use super::Blocker;
 use crate::runtime::Shared;
 use crate::runtime::worker;
 use crate::trace::Why;
@@ -89,10 +90,15 @@ impl Drop for PausedOutside {
     }
 }
 
-/// Blocks the current thread in `park` until it returns (a trace shows `why`). A worker gives its place to another
-/// thread meanwhile (`WorkerCtx::enter_blocking`); any other thread is not counted as running
-/// in `block_on` meanwhile ([`pause_outside`]).
-pub(crate) fn park_blocked<R>(why: Why, park: impl FnOnce() -> R) -> R {
+/// Runs `park`, which parks through `blocker` (a trace shows `why`). A blocker that suspends
+/// a worker loop needs nothing more: the thread goes on with other tasks. Otherwise the thread
+/// blocks: a worker gives its place to another thread meanwhile
+/// (`WorkerCtx::enter_blocking`); any other thread is not counted as running in `block_on`
+/// meanwhile ([`pause_outside`]).
+pub(crate) fn park_blocked<R>(why: Why, blocker: &Blocker, park: impl FnOnce() -> R) -> R {
+    if blocker.suspends() {
+        return park();
+    }
     let ctx = worker::current_ctx();
     let _blocked = ctx.map(|c| c.enter_blocking(why));
     let _paused = ctx.is_none().then(pause_outside);

@@ -1,0 +1,419 @@
+//! Worker loops on task stacks: a task that blocks keeps the stack it runs on, and the worker
+//! goes on with another loop on another stack.
+//!
+//! A worker thread does not run its loop on its own stack. It runs it as a coroutine on a
+//! pooled stack (`coro/`), and tasks run on that stack as they would on a thread's: a task
+//! that never blocks costs no switch at all. When code on a loop blocks in one of ito's waits
+//! (a [`Blocker`](super::park::Blocker) in its loop form), the loop **suspends** with the
+//! waiting code on its stack, and the thread's own stack (the trampoline, [`run`]) resumes a
+//! spare loop, which goes on running tasks. When the event comes, the waiter's
+//! [`LoopToken`] queues the suspended loop on its home slot ([`Resumes`]) and wakes that
+//! thread; the loop running there yields at its next turn (between two tasks), and the
+//! trampoline resumes the queued loop, which finishes its task and carries on as the
+//! thread's loop, while the one that yielded becomes a spare.
+//!
+//! A loop only ever runs on the thread that created it: its stack may hold thread-locals'
+//! addresses and `!Send` values. What this means for users is in `docs/coroutines.md`.
+//!
+//! | field | written by | read by |
+//! |---|---|---|
+//! | `Loops` (all of it) | the owning thread | the owning thread |
+//! | `Slot::resumes` | any thread (push), the owner (pop) | both |
+//! | `LoopToken::park` | any thread (`unblock`), the owner (park, resume) | both |
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Shared;
+use super::metrics::bump;
+use super::park::LoopPark;
+use super::worker::{Exit, WorkerCtx};
+use crate::coro::{self, Coro, Resumed, StackPool};
+use crate::loom::{AtomicBool, Mutex, Ordering};
+use crate::trace::Kind;
+
+/// Spare loops a thread keeps; more are ended as they become spare.
+const MAX_SPARE: usize = 8;
+/// How long the trampoline sleeps between two looks at its resume queue when it has no loop
+/// to run (shutdown with loops still suspended, or no stack to be had).
+const RESUME_POLL: Duration = Duration::from_millis(1);
+/// The most stack kept free below a task that a waiter runs inline (a quarter of the stack
+/// when that is less).
+pub(super) const STACK_RESERVE: usize = 256 * 1024;
+
+/// The loops waiting to be resumed on one slot's thread.
+#[derive(Default)]
+pub(crate) struct Resumes {
+    /// The queue is not empty. Set and cleared under the lock; read without it.
+    pending: AtomicBool,
+    ids: Mutex<VecDeque<u32>>,
+}
+
+impl Resumes {
+    /// Whether a loop waits to be resumed (`SeqCst`: the sleep protocol's look at its queues).
+    #[inline]
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn push(&self, id: u32) {
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        ids.push_back(id);
+        self.pending.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn pop(&self) -> Option<u32> {
+        if !self.pending.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let id = ids.pop_front();
+        if ids.is_empty() {
+            self.pending.store(false, Ordering::SeqCst);
+        }
+        id
+    }
+}
+
+/// What wakes one loop: its park state and its home.
+pub(crate) struct LoopToken {
+    park: LoopPark,
+    id: u32,
+    index: usize,
+    shared: &'static Shared,
+}
+
+impl LoopToken {
+    /// Ends the loop's park: queues it at home and wakes its thread if it sleeps. A thread
+    /// that is awake looks at its queue between two tasks, and before it sleeps
+    /// (`WorkerCtx::has_queued_work`).
+    pub(crate) fn unblock(&self) {
+        if self.park.unblock() {
+            let slot = self
+                .shared
+                .threads
+                .slot(self.index)
+                .expect("a loop's slot exists");
+            slot.resumes.push(self.id);
+            self.shared.sleep.wake_slot(self.index);
+        }
+    }
+}
+
+impl std::fmt::Debug for LoopToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopToken")
+            .field("id", &self.id)
+            .field("slot", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Resumes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resumes")
+            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a running loop handed control back to the trampoline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Command {
+    None,
+    /// It blocked: keep it until its token queues it.
+    Blocked,
+    /// It is between two tasks and a queued loop waits: resume that one.
+    Resume,
+    /// Set by the trampoline: the spare being resumed must end.
+    Quit,
+}
+
+struct Entry {
+    /// `None` while it runs, or while the id is free.
+    coro: Option<Coro<Exit>>,
+    token: Arc<LoopToken>,
+}
+
+/// A worker thread's loops. Only the owning thread touches it.
+pub(crate) struct Loops {
+    pool: Option<StackPool>,
+    name: String,
+    entries: RefCell<Vec<Entry>>,
+    free: RefCell<Vec<u32>>,
+    /// Loops parked between two tasks, ready to run (started or not).
+    spare: RefCell<Vec<u32>>,
+    /// Loops suspended in a wait.
+    suspended: Cell<usize>,
+    /// The loop running now; `None` on the thread's own stack.
+    current: Cell<Option<u32>>,
+    command: Cell<Command>,
+}
+
+impl Loops {
+    /// The loops of slot `index`'s thread, on stacks from `pool` (`None`: tasks run on the
+    /// thread's own stack and waits block the thread).
+    pub(super) fn new(pool: Option<StackPool>, name: String) -> Loops {
+        Loops {
+            pool,
+            name,
+            entries: RefCell::new(Vec::new()),
+            free: RefCell::new(Vec::new()),
+            spare: RefCell::new(Vec::new()),
+            suspended: Cell::new(0),
+            current: Cell::new(None),
+            command: Cell::new(Command::None),
+        }
+    }
+
+    /// Loops suspended in a wait on this thread.
+    pub(super) fn suspended(&self) -> usize {
+        self.suspended.get()
+    }
+
+    /// The token of the running loop if the code running on it may suspend: it runs on a
+    /// loop, has no join in progress (a join's frames live on the thread's join stack, which
+    /// the next loop would build on), is not inside a wait that blocks the thread, and a
+    /// spare loop is there to take over.
+    pub(crate) fn suspendable(&self, ctx: &WorkerCtx) -> Option<Arc<LoopToken>> {
+        let id = self.current.get()?;
+        if ctx.join_stack().len() != 0 || ctx.blocked.get() || !self.ensure_spare(ctx) {
+            return None;
+        }
+        Some(self.entries.borrow()[id as usize].token.clone())
+    }
+
+    /// Suspends the running loop until `token` is unblocked (`Blocker::park`). May return
+    /// spuriously.
+    pub(crate) fn suspend(&self, ctx: &WorkerCtx, token: &LoopToken) {
+        debug_assert_eq!(self.current.get(), Some(token.id));
+        if !token.park.try_park() {
+            return;
+        }
+        bump(&ctx.slot().metrics.suspends);
+        if let Some(r) = ctx.shared.trace {
+            r.record(Kind::Suspend);
+        }
+        let saved = SavedLocals::take();
+        self.command.set(Command::Blocked);
+        coro::suspend();
+        saved.restore();
+        token.park.resumed();
+        if let Some(r) = ctx.shared.trace {
+            r.record(Kind::Resume);
+        }
+    }
+
+    /// Between two tasks, with a loop queued for resumption: hands the thread to it. Returns
+    /// whether this loop must end (the trampoline has spares enough).
+    pub(super) fn yield_to_resumed(&self) -> bool {
+        if self.current.get().is_none() {
+            return false;
+        }
+        self.command.set(Command::Resume);
+        coro::suspend();
+        self.command.replace(Command::None) == Command::Quit
+    }
+
+    fn ensure_spare(&self, ctx: &WorkerCtx) -> bool {
+        if !self.spare.borrow().is_empty() {
+            return true;
+        }
+        match self.new_loop(ctx) {
+            Some(id) => {
+                self.spare.borrow_mut().push(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn take_spare(&self, ctx: &WorkerCtx) -> Option<u32> {
+        let spare = self.spare.borrow_mut().pop();
+        spare.or_else(|| self.new_loop(ctx))
+    }
+
+    /// A loop that has not started, on a fresh stack; `None` if no stack can be had.
+    fn new_loop(&self, ctx: &WorkerCtx) -> Option<u32> {
+        let pool = self.pool.as_ref()?;
+        let coro = Coro::new(pool, self.name.clone(), loop_body).ok()?;
+        let reused = self.free.borrow_mut().pop();
+        let mut entries = self.entries.borrow_mut();
+        let id = match reused {
+            Some(id) => {
+                entries[id as usize].coro = Some(coro);
+                id
+            }
+            None => {
+                let id = u32::try_from(entries.len()).ok()?;
+                entries.push(Entry {
+                    coro: Some(coro),
+                    token: Arc::new(LoopToken {
+                        park: LoopPark::new(),
+                        id,
+                        index: ctx.index(),
+                        shared: ctx.shared,
+                    }),
+                });
+                id
+            }
+        };
+        Some(id)
+    }
+
+    /// Runs loop `id` until it hands control back.
+    fn resume(&self, ctx: &WorkerCtx, id: u32) -> Resumed<Exit> {
+        let mut coro = self.entries.borrow_mut()[id as usize]
+            .coro
+            .take()
+            .expect("a loop resumed while it runs");
+        let stack = coro.stack();
+        let reserve = STACK_RESERVE.min((stack.end - stack.start) / 4);
+        ctx.set_stack_limit(stack.start + reserve);
+        self.current.set(Some(id));
+        let r = coro.resume();
+        self.current.set(None);
+        ctx.reset_stack_limit();
+        if coro.is_done() {
+            drop(coro);
+            self.free.borrow_mut().push(id);
+        } else {
+            self.entries.borrow_mut()[id as usize].coro = Some(coro);
+        }
+        r
+    }
+
+    /// Keeps `id` (just back between two tasks) as a spare, or ends it if there are enough.
+    fn make_spare(&self, ctx: &WorkerCtx, id: u32) {
+        if self.spare.borrow().len() < MAX_SPARE {
+            self.spare.borrow_mut().push(id);
+        } else {
+            self.end(ctx, id);
+        }
+    }
+
+    /// Ends a spare loop: one that started is resumed to return from its loop.
+    fn end(&self, ctx: &WorkerCtx, id: u32) {
+        let started = self.entries.borrow()[id as usize]
+            .coro
+            .as_ref()
+            .is_some_and(Coro::is_started);
+        if !started {
+            drop(self.entries.borrow_mut()[id as usize].coro.take());
+            self.free.borrow_mut().push(id);
+            return;
+        }
+        self.command.set(Command::Quit);
+        match self.resume(ctx, id) {
+            Resumed::Returned(_) => {}
+            Resumed::Panicked(payload) => crate::failure::drop_payload(payload),
+            Resumed::Suspended => unreachable!("a loop told to quit suspended"),
+        }
+    }
+
+    /// Waits on the thread until a suspended loop is queued, and takes it.
+    fn wait_for_resume(&self, ctx: &WorkerCtx) -> u32 {
+        loop {
+            if let Some(id) = ctx.slot().resumes.pop() {
+                self.suspended.set(self.suspended.get() - 1);
+                return id;
+            }
+            ctx.idler().park(Some(RESUME_POLL));
+        }
+    }
+}
+
+/// What a loop coroutine runs: the worker loop, until it exits or is told to quit.
+fn loop_body() -> Exit {
+    let ctx = super::worker::current_ctx().expect("a worker loop runs on a worker thread");
+    loop {
+        // Tasks contain their own panics; anything that still escapes (a destructor run by
+        // the loop itself) must not kill the worker: keep working.
+        match catch_unwind(AssertUnwindSafe(|| ctx.run_loop())) {
+            Ok(exit) => return exit,
+            Err(payload) => crate::failure::drop_payload(payload),
+        }
+    }
+}
+
+/// The trampoline: runs the thread's loops until one exits and none is left suspended.
+/// Without stacks, runs the loop on the thread's own stack.
+pub(super) fn run(ctx: &WorkerCtx) -> Exit {
+    let loops = ctx.loops();
+    let Some(mut next) = loops.take_spare(ctx) else {
+        return loop_body();
+    };
+    let exit = loop {
+        match loops.resume(ctx, next) {
+            Resumed::Suspended => match loops.command.replace(Command::None) {
+                Command::Blocked => {
+                    loops.suspended.set(loops.suspended.get() + 1);
+                    next = match loops.take_spare(ctx) {
+                        Some(id) => id,
+                        None => loops.wait_for_resume(ctx),
+                    };
+                }
+                Command::Resume => {
+                    if let Some(id) = ctx.slot().resumes.pop() {
+                        loops.suspended.set(loops.suspended.get() - 1);
+                        loops.make_spare(ctx, next);
+                        next = id;
+                    }
+                }
+                c => unreachable!("a loop suspended with {c:?}"),
+            },
+            Resumed::Returned(exit) => {
+                if loops.suspended() == 0 {
+                    break exit;
+                }
+                // Shutting down with loops still suspended: they finish their tasks first.
+                next = loops.wait_for_resume(ctx);
+            }
+            Resumed::Panicked(payload) => {
+                crate::failure::drop_payload(payload);
+                next = match loops.take_spare(ctx) {
+                    Some(id) => id,
+                    None => loops.wait_for_resume(ctx),
+                };
+            }
+        }
+    };
+    let spares = std::mem::take(&mut *loops.spare.borrow_mut());
+    for id in spares {
+        loops.end(ctx, id);
+    }
+    exit
+}
+
+/// Thread-locals that belong to the code on a loop's stack rather than to the thread: taken
+/// (reset) when the loop suspends, so the next loop starts clean, and put back on resume.
+struct SavedLocals {
+    cancel_current: *const crate::task::Header,
+    cancel_depth: u32,
+    notify_depth: u32,
+    process: crate::process::PollingNow,
+    in_tx: bool,
+}
+
+impl SavedLocals {
+    fn take() -> SavedLocals {
+        SavedLocals {
+            cancel_current: crate::task::cancel::swap_current(std::ptr::null()),
+            cancel_depth: crate::task::swap_cancel_depth(0),
+            notify_depth: crate::future::notify::swap_depth(0),
+            process: crate::process::swap_polling(Default::default()),
+            in_tx: crate::stm::swap_in_transaction(false),
+        }
+    }
+
+    fn restore(self) {
+        crate::task::cancel::swap_current(self.cancel_current);
+        crate::task::swap_cancel_depth(self.cancel_depth);
+        crate::future::notify::swap_depth(self.notify_depth);
+        crate::process::swap_polling(self.process);
+        crate::stm::swap_in_transaction(self.in_tx);
+    }
+}

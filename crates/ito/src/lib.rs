@@ -4,10 +4,10 @@
 //! each other. Everything a task produces is a [`Future`]: a cheap, cloneable handle on one
 //! result, `Result<T, Failure>`. You can `.await` it, compose it, or simply
 //! [`wait`](Future::wait) for it, even from inside another task: waiting never pins a worker,
-//! and a wait for a task nobody has started runs that task inline, so fork-join graphs of
-//! blocking waits never deadlock. A wait on anything else (a promise, a channel, a timer)
-//! still holds a thread while it blocks, up to a bound the [design notes](design::scheduler)
-//! state; synchronous tasks that suspend instead are the next step ([`design::coroutines`]).
+//! and a wait for a task nobody has started runs that task inline. A wait on anything else (a
+//! promise, a channel, a timer) suspends the waiting code on its stack while the worker goes on
+//! with other tasks ([`design::coroutines`]), so acyclic graphs of blocking waits never
+//! deadlock and 100,000 blocked tasks cost stacks, not threads ([`design::scheduler`]).
 //!
 //! ## A tour
 //!
@@ -24,10 +24,13 @@
 //!
 //! **Wait however you like.** The classic deadlock of thread-pool futures (every worker
 //! blocked in `Await.result` on a task that has no worker left to run it) cannot happen: a
-//! waiting worker runs the awaited task itself if nobody started it, and otherwise hands its
-//! place to a compensation thread while it sleeps. Those threads are bounded
-//! (`workers + max_compensation + 256`): a graph with more blocked waits than that in progress
-//! at once stalls, and the runtime reports it on standard error.
+//! waiting worker runs the awaited task itself if nobody started it, and otherwise suspends the
+//! waiting code and goes on with other tasks; it resumes, on the same thread, when the result
+//! is there. Only blocking outside ito ([`block_in_place`], a std lock) holds a thread; those
+//! threads are bounded (`workers + max_compensation + 256`), and a graph with more such blocks
+//! than that in progress at once stalls, which the runtime reports on standard error. Do not
+//! hold a `std::sync::MutexGuard` across a wait; hold an [`ito::sync::Mutex`](sync::Mutex)
+//! guard instead.
 //!
 //! ```
 //! fn fib(n: u64) -> ito::Future<u64> {
@@ -172,7 +175,9 @@
 //! | combinators, promises, collections | `future/` |
 //! | the runtime: builder, handle, queues, workers, threads, shutdown, metrics | `runtime/` (its module docs have a table) |
 //! | parking: searching, sleeping, waking, outside threads, the spin policy | `runtime/park/` (`README.md` there has the protocol) |
-//! | a blocking wait: help with the awaited task, else block and compensate | `runtime/block_until.rs` |
+//! | a blocking wait: help with the awaited task, else suspend (or block and compensate) | `runtime/block_until.rs` |
+//! | how a wait blocks: suspend the worker loop, or park the thread | `runtime/park/blocker.rs` (`Blocker`, `Unblocker`, `LoopPark`) |
+//! | worker loops on task stacks: the trampoline, spare loops, the resume queue | `runtime/loops.rs` |
 //! | fork-join: the join stack, the shelf, the latch | `runtime/join/` (part of the runtime: workers steal its jobs) |
 //! | cancellation of tasks | `task/cancel.rs` |
 //! | scopes, `race`, `TaskSet`, `CancellationToken` | `scope/` |
@@ -201,8 +206,9 @@
 //!    completer.
 //! 4. *cell*: `future/cell.rs` `CompletionCell::complete_claimed` publishes the result with one
 //!    release CAS and takes the waiter list.
-//! 5. *waiter*: each waiter's notify function runs. These are the hooks: a thread parked in
-//!    `runtime/block_until.rs` (`notify_thread` unparks it), an async waiter's `Waker` (for a
+//! 5. *waiter*: each waiter's notify function runs. These are the hooks: a waiter parked in
+//!    `runtime/block_until.rs` (`notify_thread` unblocks it: unparks its thread, or queues its
+//!    suspended loop at home, `runtime/loops.rs`), an async waiter's `Waker` (for a
 //!    task: `task/waker.rs` wakes it, which calls `Schedule::schedule` on its runtime,
 //!    `runtime/inject.rs`), or a combinator's callback (`future/`).
 

@@ -2,11 +2,11 @@
 //! resumed later on the thread that started it.
 
 use std::any::Any;
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
+use std::sync::Arc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
@@ -80,7 +80,7 @@ pub(crate) fn suspend() {
 /// form that may travel between threads, checking the thread at each use.
 pub(crate) struct Coro<R> {
     inner: Inner<R>,
-    name: Cow<'static, str>,
+    name: Arc<str>,
     guard: (usize, usize),
     base: usize,
     yielder: *const Yielder<(), ()>,
@@ -95,11 +95,7 @@ impl<R: 'static> Coro<R> {
     /// # Errors
     ///
     /// The error of mapping a new stack when the thread's cache is empty.
-    pub(crate) fn new<F>(
-        pool: &StackPool,
-        name: impl Into<Cow<'static, str>>,
-        f: F,
-    ) -> io::Result<Self>
+    pub(crate) fn new<F>(pool: &StackPool, name: impl Into<Arc<str>>, f: F) -> io::Result<Self>
     where
         F: FnOnce() -> R + 'static,
     {
@@ -107,7 +103,7 @@ impl<R: 'static> Coro<R> {
     }
 
     /// A coroutine that will run `f` on `stack`.
-    pub(crate) fn with_stack<F>(stack: Stack, name: impl Into<Cow<'static, str>>, f: F) -> Self
+    pub(crate) fn with_stack<F>(stack: Stack, name: impl Into<Arc<str>>, f: F) -> Self
     where
         F: FnOnce() -> R + 'static,
     {

@@ -25,4 +25,4 @@ pub(crate) use coroutine::in_coroutine;
 pub(crate) use coroutine::{Coro, Resumed, suspend};
 #[cfg(test)]
 pub(crate) use overflow::running_stack;
-pub(crate) use stack::StackPool;
+pub(crate) use stack::{StackPool, trim_cache};

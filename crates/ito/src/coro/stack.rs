@@ -1,7 +1,12 @@
 //! Coroutine stacks: reserved with `mmap`, a guard page at the low end, committed by the
-//! kernel only as they are touched, and kept in a bounded per-thread cache for reuse.
+//! kernel only as they are touched, and kept in a per-thread cache for reuse.
 //!
-//! Each stack is its own anonymous mapping. The guard page is installed with
+//! Stacks are mapped [`CHUNK`] at a time, side by side in one anonymous mapping (one `mmap`
+//! and one `madvise` per chunk, one guard per stack), and a released stack goes back to its
+//! thread's cache: a burst of tasks that block costs few system calls, and no `munmap` (whose
+//! TLB shootdowns cost more than the mapping) until the thread idles and calls [`trim_cache`],
+//! which unmaps what the cache holds beyond [`CACHE_CAP`]. Side by side, the top page of one
+//! stack and the guard page of the next share a page table. The guard page is installed with
 //! `MADV_GUARD_INSTALL` (Linux 6.13) where the kernel has it: a guard marker in the page table
 //! that faults like `PROT_NONE` but does not split the mapping, so neighbouring stacks merge into
 //! one kernel mapping and 100,000 of them stay far below `vm.max_map_count` (65,530 by default).
@@ -19,12 +24,16 @@ use std::ptr;
 /// `madvise` advice that installs guard markers (Linux 6.13); older `libc` releases lack it.
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 
-/// How many released stacks one thread keeps for reuse; the rest are unmapped.
+/// How many released stacks one thread keeps for reuse once it idles ([`trim_cache`]); the rest
+/// are unmapped then.
 ///
-/// A cached stack keeps the pages its last task touched, so the bound also bounds the memory a
-/// thread holds on to: a shallow task leaves a page or two behind, and even stacks used to their
-/// full depth cost at most `CACHE_CAP * size` per thread.
+/// A cached stack keeps the pages its last task touched, so the bound also bounds the memory an
+/// idle thread holds on to: a shallow task leaves a page or two behind, and even stacks used to
+/// their full depth cost at most `CACHE_CAP * size` per thread.
 pub(crate) const CACHE_CAP: usize = 32;
+
+/// Stacks mapped together when the cache is empty.
+pub(crate) const CHUNK: usize = 16;
 
 /// The system page size.
 pub(crate) fn page_size() -> usize {
@@ -98,9 +107,28 @@ impl StackPool {
         });
         match cached {
             Some(raw) => Ok(Stack { raw: Some(raw) }),
-            None => RawStack::map(self.size).map(|raw| Stack { raw: Some(raw) }),
+            None => {
+                let mut chunk = RawStack::map_chunk(self.size, CHUNK)?;
+                let raw = chunk.pop().expect("a chunk has stacks");
+                // `try_with`: during thread exit the cache may be gone; the rest are unmapped.
+                let _ = CACHE.try_with(|c| c.borrow_mut().append(&mut chunk));
+                Ok(Stack { raw: Some(raw) })
+            }
         }
     }
+}
+
+/// Unmaps the stacks this thread's cache holds beyond [`CACHE_CAP`] (a worker about to sleep:
+/// the burst that needed them is over).
+pub(crate) fn trim_cache() {
+    let excess = CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            let keep = c.len().min(CACHE_CAP);
+            c.split_off(keep)
+        })
+        .unwrap_or_default();
+    drop(excess);
 }
 
 impl Default for StackPool {
@@ -138,10 +166,11 @@ struct RawStack {
 }
 
 impl RawStack {
-    /// Maps a stack of `size` usable bytes (a multiple of the page size) and guards its low page.
-    fn map(size: usize) -> io::Result<RawStack> {
+    /// Maps `n` stacks of `size` usable bytes (a multiple of the page size) side by side, each
+    /// with a guard page at its low end.
+    fn map_chunk(size: usize, n: usize) -> io::Result<Vec<RawStack>> {
         let page = page_size();
-        let len = size + page;
+        let len = (size + page) * n;
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing aliases
         // nothing; `MAP_NORESERVE` reserves address space only, pages are committed on touch.
         let addr = unsafe {
@@ -157,21 +186,33 @@ impl RawStack {
         if addr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let raw = RawStack {
-            low: NonZeroUsize::new(addr as usize).expect("mmap does not return null"),
-            size,
-        };
-        // SAFETY: the range is the start of the mapping just made, which nothing else uses.
-        // Huge pages are refused so that touching one page of a stack commits one page.
+        // SAFETY: the range is the mapping just made, which nothing else uses. Huge pages are
+        // refused so that touching one page of a stack commits one page.
         unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
-        // SAFETY: as above; the guard page is the mapping's first page.
-        if force_mprotect_guard() || unsafe { libc::madvise(addr, page, MADV_GUARD_INSTALL) } != 0 {
-            // SAFETY: as above; an older kernel gets a `PROT_NONE` page instead.
-            if unsafe { libc::mprotect(addr, page, libc::PROT_NONE) } != 0 {
-                return Err(io::Error::last_os_error()); // `raw` unmaps on drop
+        // Each stack owns its part of the mapping from here on (and unmaps it on drop), so an
+        // error below unmaps the stacks made so far and the rest of the mapping separately.
+        let mut stacks = Vec::with_capacity(n);
+        for i in 0..n {
+            let low = addr as usize + i * (size + page);
+            let guard = low as *mut libc::c_void;
+            // SAFETY: the guard page is the first page of this stack's part of the mapping.
+            let guarded = !force_mprotect_guard()
+                && unsafe { libc::madvise(guard, page, MADV_GUARD_INSTALL) } == 0
+                // SAFETY: as above; an older kernel gets a `PROT_NONE` page instead.
+                || unsafe { libc::mprotect(guard, page, libc::PROT_NONE) } == 0;
+            if !guarded {
+                let err = io::Error::last_os_error();
+                let rest = len - i * (size + page);
+                // SAFETY: the parts of the mapping no stack owns yet: ours alone, unused.
+                unsafe { libc::munmap(guard, rest) };
+                return Err(err); // `stacks` unmap theirs on drop
             }
+            stacks.push(RawStack {
+                low: NonZeroUsize::new(low).expect("mmap does not return null"),
+                size,
+            });
         }
-        Ok(raw)
+        Ok(stacks)
     }
 
     /// One past the highest usable byte: where the stack starts, since it grows down.
@@ -231,12 +272,7 @@ impl Drop for Stack {
     fn drop(&mut self) {
         let Some(raw) = self.raw.take() else { return };
         // `try_with`: during thread exit the cache may be gone; the stack is then unmapped.
-        let _ = CACHE.try_with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() < CACHE_CAP {
-                c.push(raw);
-            }
-        });
+        let _ = CACHE.try_with(|c| c.borrow_mut().push(raw));
     }
 }
 

@@ -141,7 +141,7 @@ struct Entry {
 /// A worker thread's loops. Only the owning thread touches it.
 pub(crate) struct Loops {
     pool: Option<StackPool>,
-    name: String,
+    name: Arc<str>,
     entries: RefCell<Vec<Entry>>,
     free: RefCell<Vec<u32>>,
     /// Loops parked between two tasks, ready to run (started or not).
@@ -159,7 +159,7 @@ impl Loops {
     pub(super) fn new(pool: Option<StackPool>, name: String) -> Loops {
         Loops {
             pool,
-            name,
+            name: name.into(),
             entries: RefCell::new(Vec::new()),
             free: RefCell::new(Vec::new()),
             spare: RefCell::new(Vec::new()),

@@ -683,6 +683,11 @@ impl Seeker for WorkerCtx {
     }
     fn before_park(&self) {
         super::park::run_before_park_hooks();
+        // With none of its loops suspended, the burst that needed this thread's task stacks
+        // is over (while some are, more are likely to follow: keep the stacks).
+        if self.loops.suspended() == 0 {
+            crate::coro::trim_cache();
+        }
     }
     fn count_park(&self) {
         WorkerCtx::count_park(self, Why::NoWork);

@@ -56,6 +56,17 @@ fn poll_once_ready<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> bool {
     fut.poll(&mut Context::from_waker(Waker::noop())).is_ready()
 }
 
+/// The handles move between tasks and threads, and `File` can be shared (`&self` methods).
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync + Unpin>() {}
+    fn send<T: Send + Unpin>() {}
+    send_sync::<File>();
+    send_sync::<OpenOptions>();
+    send_sync::<fs::DirEntry>();
+    send::<fs::ReadDir>();
+}
+
 #[test]
 fn whole_file_functions_round_trip() {
     let dir = TempDir::new("contents");

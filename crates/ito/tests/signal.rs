@@ -104,3 +104,11 @@ fn registration_is_idempotent_and_refuses_what_cannot_be_handled() {
     // Below signal-hook's limit but above the OS's: the OS refuses it.
     assert!(signal(SignalKind::from_raw(100)).is_err());
 }
+
+/// A `Signal` moves into tasks and threads.
+#[test]
+fn signal_is_send_and_sync() {
+    fn send_sync<T: Send + Sync + Unpin>() {}
+    send_sync::<ito::signal::unix::Signal>();
+    send_sync::<SignalKind>();
+}

@@ -90,6 +90,8 @@ impl Inner {
                 Poll::Ready(Ok(Some(op)))
             }
             Err(_) => {
+                // Whatever the job was, it is over: a seek it stood for will not report.
+                self.seeking = None;
                 self.state = State::Idle(Buf::default());
                 Poll::Ready(Err(lost()))
             }

@@ -146,6 +146,20 @@
 //! assert_eq!(slow.wait(), Err(ito::Failure::Timeout));
 //! ```
 //!
+//! **Files and signals.** [`fs`] is `std::fs` as async functions and an async [`fs::File`],
+//! run on the blocking pool; [`signal`] turns Ctrl-C and `SIGTERM` into futures, for a
+//! graceful shutdown.
+//!
+//! ```
+//! let path = std::env::temp_dir().join(format!("ito-doc-tour-{}", std::process::id()));
+//! ito::block_on(async {
+//!     ito::fs::write(&path, "saved").await?;
+//!     assert_eq!(ito::fs::read_to_string(&path).await?, "saved");
+//!     ito::fs::remove_file(&path).await
+//! })
+//! .unwrap();
+//! ```
+//!
 //! **Runtimes.** The free functions use the current worker's runtime, or a global one started
 //! on first use. [`Runtime::builder`] makes one of a chosen size, with [`Metrics`].
 //!

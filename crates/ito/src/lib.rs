@@ -13,7 +13,7 @@
 //!
 //! **Spawn work.** [`spawn_fn`] runs a closure as a task (Scala's `Future { ... }`);
 //! [`spawn`] runs an async block; [`spawn_blocking`] runs something that blocks for long
-//! (file I/O) on a separate pool.
+//! on a separate pool ([`fs`] runs file I/O there for you).
 //!
 //! ```
 //! let answer = ito::spawn_fn(|| 6 * 7);
@@ -149,6 +149,20 @@
 //! assert_eq!(slow.wait(), Err(ito::Failure::Timeout));
 //! ```
 //!
+//! **Files and signals.** [`fs`] is `std::fs` as async functions and an async [`fs::File`],
+//! run on the blocking pool; [`signal`] turns Ctrl-C and `SIGTERM` into futures, for a
+//! graceful shutdown.
+//!
+//! ```
+//! let path = std::env::temp_dir().join(format!("ito-doc-tour-{}", std::process::id()));
+//! ito::block_on(async {
+//!     ito::fs::write(&path, "saved").await?;
+//!     assert_eq!(ito::fs::read_to_string(&path).await?, "saved");
+//!     ito::fs::remove_file(&path).await
+//! })
+//! .unwrap();
+//! ```
+//!
 //! **Runtimes.** The free functions use the current worker's runtime, or a global one started
 //! on first use. [`Runtime::builder`] makes one of a chosen size, with [`Metrics`].
 //!
@@ -159,7 +173,8 @@
 //! [fork-join](design::join), [the STM](design::stm), [cancellation and
 //! scopes](design::structured), [`sync` and `channel`](design::sync),
 //! [processes](design::process), [`ito-find`](design::find), [coroutine
-//! stacks](design::coroutines) and [tracing](design::trace). [`future`] lists every
+//! stacks](design::coroutines), [tracing](design::trace) and [files and
+//! signals](design::fs_and_signals). [`future`] lists every
 //! combinator and the collection functions.
 //!
 //! ## Internals
@@ -189,6 +204,8 @@
 //! | timers | `time/` |
 //! | stackful coroutines: pooled guarded stacks, suspend and resume, overflow reports | `coro/` |
 //! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |
+//! | files: free functions and `read_dir` as blocking-pool jobs; `File`'s one-operation state machine and its buffer; its I/O traits | `fs/` (`blocking.rs`, `file_state.rs`, `buf.rs`, `file_io.rs`) |
+//! | signals: the lazily started forwarding thread and one `watch` channel per signal; `Signal`, `SignalKind`, `ctrl_c` | `signal/` (`registry.rs`, `unix.rs`) |
 //! | tracing: per-thread event buffers, the recorder, the runtime's recording calls, the Chrome JSON export | `trace/` (`buffer.rs`, `recorder.rs`, `hooks.rs`, `chrome.rs`); the calls sit in `runtime/` behind `Shared::trace` |
 //!
 //! **A spawned task's path.** `ito::spawn_fn(f)` (`lib.rs`) enters the runtime once, the task
@@ -219,12 +236,15 @@ pub mod channel;
 #[cfg(target_os = "linux")]
 pub(crate) mod coro;
 mod failure;
+pub mod fs;
 pub mod future;
 mod loom;
 mod magazine;
 pub mod process;
 mod runtime;
 pub mod scope;
+#[cfg(unix)]
+pub mod signal;
 pub mod stm;
 pub mod sync;
 mod task;
@@ -255,6 +275,8 @@ pub mod design {
     pub mod coroutines {}
     #[doc = include_str!("../../../docs/trace.md")]
     pub mod trace {}
+    #[doc = include_str!("../../../docs/fs-and-signals.md")]
+    pub mod fs_and_signals {}
 }
 
 /// The README's code blocks, compiled and run as doctests.

@@ -228,8 +228,8 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     }
     // Without --compare, a quick or full run is compared with the last one recorded at its
     // size, so that a verdict that flipped since is flagged.
-    let compare = args.compare.clone().or_else(|| match size {
-        Size::Smoke => None,
+    let compare = args.compare.clone().or_else(|| match (size, cfg.pictures) {
+        (Size::Smoke, _) | (_, plan::PictureSteps::Only) => None,
         _ => last_recorded(&root.join("bench/results"), size, &out),
     });
     if let Some(p) = &compare {

@@ -82,8 +82,9 @@ pub(crate) fn section(md: &mut String, doc: Doc, all: &[Timeline], dir_name: &st
 /// What one summary says, in a paragraph.
 pub(crate) fn describe(s: &Summary, trace: &str) -> String {
     let mut text = format!(
-        "`ito-bench {}`: {:.1} ms traced; {} tasks spawned",
+        "`ito-bench {}` (at `{}`): {:.1} ms traced; {} tasks spawned",
         s.command.join(" "),
+        s.commit,
         s.span_ms,
         s.spawns
     );

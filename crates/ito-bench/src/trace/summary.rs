@@ -38,6 +38,9 @@ pub(crate) struct Summary {
     pub(crate) title: String,
     /// The traced `ito-bench` subcommand and its arguments.
     pub(crate) command: Vec<String>,
+    /// The commit `ito-bench` was built from.
+    #[serde(default)]
+    pub(crate) commit: String,
     /// The trace file's size.
     pub(crate) trace_bytes: u64,
     /// From the first timed event to the end of the last, in milliseconds.
@@ -107,6 +110,7 @@ impl Summary {
         Summary {
             title: title.to_owned(),
             command: command.to_vec(),
+            commit: crate::measure::commit(),
             trace_bytes,
             span_ms: span_us / 1000.0,
             spawns: threads.iter().map(|th| th.spawns).sum(),

@@ -42,8 +42,17 @@ pub(crate) fn read(dir: &Path) -> Vec<Timeline> {
             Some(Timeline { doc, name, summary })
         })
         .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.sort_by_key(|t| (order(&t.name), t.name.clone()));
     out
+}
+
+/// Where a picture goes among its document's: document 002's in the document's order
+/// (sequential, a task per directory, the semaphore), the others by name.
+fn order(name: &str) -> usize {
+    FIND_PROGRAMS
+        .iter()
+        .position(|(tag, _, _)| name == format!("002-{tag}"))
+        .unwrap_or(0)
 }
 
 /// How to read a drawing, once per report section that has one.
@@ -159,19 +168,18 @@ fn find_comparison(md: &mut String, mine: &[&Timeline]) {
     }
     let _ = writeln!(
         md,
-        "| program on ito | tasks spawned | threads running tasks, on average | workers' time \
-         without a task | longest stretch a worker went without a task |\n|---|---|---|---|---|"
+        "| program on ito | tasks spawned | threads running tasks, on average | workers' \
+         capacity unused (1 - that average / workers) | longest stretch a worker went without \
+         a task |\n|---|---|---|---|---|"
     );
     for (program, s) in rows {
-        let workers: Vec<_> = s.workers().collect();
-        let total = s.span_ms * workers.len() as f64;
-        let ran: f64 = workers.iter().map(|w| w.state_ms[0] + w.state_ms[1]).sum();
+        let workers = s.workers().count() as f64;
         let _ = writeln!(
             md,
             "| `{program}` | {} | {:.2} | {:.0}% | {} |",
             s.spawns,
             s.mean_running,
-            percent(total - ran, total),
+            percent(workers - s.mean_running, workers).max(0.0),
             s.longest_idle
                 .as_ref()
                 .map_or("-".to_owned(), |i| format!("{:.2} ms", i.ms))

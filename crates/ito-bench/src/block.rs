@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use crate::common::{CommonArgs, Defaults};
 use crate::measure::{self, PeerRun, Sampler, dedup};
 
 /// Arguments of `block`.
@@ -45,26 +46,9 @@ pub(crate) struct BlockArgs {
     /// How long each task sleeps, in milliseconds.
     #[arg(long = "sleep-ms", default_value_t = 100)]
     sleep_ms: u64,
-    /// Implementation(s), comma-separated.
-    #[arg(
-        long = "impl",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "ito,go,threads"
-    )]
-    imps: Vec<BlockImpl>,
-    /// Worker threads of ito's runtime and GOMAXPROCS of Go [default: number of CPUs].
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Repetitions of each (tasks, impl), interleaved.
-    #[arg(long, default_value_t = 1)]
-    repeat: u32,
-    /// Wall-clock limit of each run in seconds.
-    #[arg(long = "timeout-s", default_value_t = 300.0)]
-    timeout_s: f64,
-    /// Also append the records to bench/results/block.jsonl of the workspace.
-    #[arg(long)]
-    record: bool,
+    /// The common options; their defaults are [`DEFAULTS`].
+    #[command(flatten)]
+    common: CommonArgs<BlockImpl>,
     /// A note stored in every record (for example, how busy the machine was).
     #[arg(long)]
     note: Option<String>,
@@ -206,23 +190,25 @@ struct PeerLine {
     peak_threads: u64,
 }
 
+/// The defaults of the common options.
+const DEFAULTS: Defaults<'static, BlockImpl> = Defaults {
+    imps: &[BlockImpl::Ito, BlockImpl::Go, BlockImpl::Threads],
+    workers: None,
+    repeat: 1,
+    timeout_s: 300.0,
+};
+
 /// `ito-bench block`.
 pub(crate) fn run(args: &BlockArgs) -> ExitCode {
-    let workers = args.workers.unwrap_or_else(measure::nproc);
-    if workers == 0 {
-        return crate::usage_error("--workers must be at least 1");
-    }
+    let s = match args.common.resolve(DEFAULTS) {
+        Ok(s) => s,
+        Err(e) => return crate::usage_error(&e),
+    };
+    let (workers, timeout) = (s.workers, s.timeout);
     if args.tasks.contains(&0) {
         return crate::usage_error("--tasks must be at least 1");
     }
-    if args.repeat == 0 {
-        return crate::usage_error("--repeat must be at least 1");
-    }
-    let timeout = match crate::common::timeout_of(args.timeout_s) {
-        Ok(t) => t,
-        Err(e) => return crate::usage_error(&e),
-    };
-    let (Some(&first_imp), Some(&first_n)) = (args.imps.first(), args.tasks.first()) else {
+    let (Some(&first_imp), Some(&first_n)) = (s.imps.first(), args.tasks.first()) else {
         return crate::usage_error("--impl and --tasks need at least one value");
     };
     let sleep = Duration::from_millis(args.sleep_ms);
@@ -244,14 +230,14 @@ pub(crate) fn run(args: &BlockArgs) -> ExitCode {
             ExitCode::FAILURE
         };
     }
-    let sink = match measure::results_sink(args.record, "block.jsonl") {
+    let sink = match args.common.sink("block.jsonl") {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
     let mut records = Vec::new();
-    for _ in 0..args.repeat {
+    for _ in 0..s.repeat {
         for &n in &dedup(&args.tasks) {
-            for &imp in &dedup(&args.imps) {
+            for &imp in &s.imps {
                 let template = BlockRecord::template(imp, n, args.sleep_ms, workers);
                 let mut rec = match imp {
                     BlockImpl::Go => go_peer(template, workers, timeout),

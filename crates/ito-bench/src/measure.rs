@@ -594,9 +594,10 @@ pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// `builder`, traced to the file `ITO_TRACE` names when it is set: the fib and chain
-/// experiments honour it for the runtimes they build, as ito does for its global runtime, so
-/// that tracing's cost can be measured on them (`docs/trace.md`).
+/// `builder`, traced to the file `ITO_TRACE` names when it is set: the fib, chain and
+/// find-par experiments honour it for the runtimes they build, as ito does for its global
+/// runtime, so that tracing's cost can be measured on them and `seeds` can draw them
+/// (`docs/trace.md`).
 pub(crate) fn traced(builder: ito::Builder) -> ito::Builder {
     match std::env::var_os("ITO_TRACE") {
         Some(path) => builder.trace(path),

@@ -1,12 +1,14 @@
-//! `ito-bench find-par`: document 002's two thread-based programs written on ito, for the
-//! `find` experiment to time beside the tools. `--variant unbounded` is the document's
+//! `ito-bench find-par`: document 002's programs written on ito, for the `find` experiment
+//! to time beside the tools and for `seeds` to draw. `--variant seq` is its `find_seq`: the
+//! whole walk in one task, every subdirectory walked inline. `--variant unbounded` is the document's
 //! `find_par`: every subdirectory gets a task of its own (`withAsync` per directory).
 //! `--variant sem` is its `find_par_sem`: a subdirectory gets a task only if a permit of a
 //! non-blocking semaphore of 4 per worker is free (`tryWaitNBSem`), and is walked inline
 //! otherwise. Both print every entry named NAME, one path a line, and with `--first` cancel the
 //! walk at the first (the document's `withAsync` cancels the siblings). Symbolic links are not
 //! followed. Unlike `ito-find`, nothing else is done (no ignore files, no error report): these
-//! are the document's programs, not a tool.
+//! are the document's programs, not a tool. With `ITO_TRACE=FILE` in the environment, the
+//! runtime's timeline is written to FILE (`docs/trace.md`).
 
 use std::ffi::OsString;
 use std::fs;
@@ -22,7 +24,9 @@ use ito::sync::Semaphore;
 
 /// Arguments of `find-par`.
 #[derive(Args, Debug)]
-#[command(about = "Document 002: its find_par (a task per directory) or find_par_sem, on ito")]
+#[command(
+    about = "Document 002: its find_seq, find_par (a task per directory) or find_par_sem, on ito"
+)]
 pub(crate) struct FindParArgs {
     /// Which of the document's programs.
     #[arg(long, value_enum)]
@@ -42,6 +46,8 @@ pub(crate) struct FindParArgs {
 /// Document 002's thread-based programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Variant {
+    /// `find_seq`: one task walks everything.
+    Seq,
     /// `find_par`: a task per subdirectory.
     Unbounded,
     /// `find_par_sem`: a task per subdirectory while a permit (4 per worker) is free.
@@ -52,10 +58,20 @@ enum Variant {
 struct Walk {
     name: OsString,
     first: bool,
-    /// `None`: every subdirectory gets a task.
-    permits: Option<Semaphore>,
+    /// Which subdirectories get a task of their own.
+    fork: Fork,
     /// Stdout, and whether a match was printed (with `--first`, no second one is).
     out: Mutex<(io::BufWriter<io::Stdout>, bool)>,
+}
+
+/// Which subdirectories get a task of their own.
+enum Fork {
+    /// None: `find_seq`.
+    Never,
+    /// Every one: `find_par`.
+    Always,
+    /// Those that get a permit: `find_par_sem`.
+    WithPermit(Semaphore),
 }
 
 /// `ito-bench find-par`.
@@ -63,7 +79,7 @@ pub(crate) fn command(args: &FindParArgs) -> ExitCode {
     if args.workers == 0 {
         return crate::usage_error("--workers must be at least 1");
     }
-    let rt = match ito::Runtime::builder().workers(args.workers).build() {
+    let rt = match crate::measure::traced(ito::Runtime::builder().workers(args.workers)).build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: building the ito runtime: {e}");
@@ -73,7 +89,11 @@ pub(crate) fn command(args: &FindParArgs) -> ExitCode {
     let walk = Walk {
         name: args.name.clone(),
         first: args.first,
-        permits: (args.variant == Variant::Sem).then(|| Semaphore::new(4 * args.workers)),
+        fork: match args.variant {
+            Variant::Seq => Fork::Never,
+            Variant::Unbounded => Fork::Always,
+            Variant::Sem => Fork::WithPermit(Semaphore::new(4 * args.workers)),
+        },
         out: Mutex::new((io::BufWriter::new(io::stdout()), false)),
     };
     let walk = &walk;
@@ -95,7 +115,7 @@ pub(crate) fn command(args: &FindParArgs) -> ExitCode {
 }
 
 /// Walks `dir`: prints the entries named like the target, and gives each subdirectory a task
-/// of its own (with a permit, for `sem`) or walks it here.
+/// of its own (as `walk.fork` says) or walks it here.
 fn visit<'scope, 'env>(scope: &'scope Scope<'scope, 'env>, walk: &'env Walk, dir: PathBuf) {
     let Ok(entries) = fs::read_dir(&dir) else {
         return;
@@ -112,9 +132,10 @@ fn visit<'scope, 'env>(scope: &'scope Scope<'scope, 'env>, walk: &'env Walk, dir
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        match &walk.permits {
-            None => drop(scope.spawn_fn(move || visit(scope, walk, path))),
-            Some(permits) => match permits.try_acquire() {
+        match &walk.fork {
+            Fork::Never => visit(scope, walk, path),
+            Fork::Always => drop(scope.spawn_fn(move || visit(scope, walk, path))),
+            Fork::WithPermit(permits) => match permits.try_acquire() {
                 Ok(permit) => drop(scope.spawn_fn(move || {
                     let _permit = permit;
                     visit(scope, walk, path)

@@ -56,10 +56,7 @@ where
     A: std::future::Future<Output = PeerRes> + Unpin + Send + 'static,
     B: std::future::Future<Output = PeerRes> + Unpin + Send + 'static,
 {
-    select_ok([Either::Left(a), Either::Right(b)])
-        .map(|r| r.map(|(v, _rest)| v))
-        .boxed()
-        .shared()
+    tokio_or_alt(a, b).shared()
 }
 
 /// `or_alt` over tokio oneshots: the first success of `a` and `b`, single-reader.

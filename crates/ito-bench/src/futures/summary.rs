@@ -54,11 +54,16 @@ pub(super) fn summary(
             keys.push(k);
         }
     }
-    let median_of = |variant: &str, param: usize, imp: FutImpl| -> Option<f64> {
+    // The median of one field over the successful runs of a (variant, param, impl).
+    let median_of = |variant: &str,
+                     param: usize,
+                     imp: FutImpl,
+                     field: fn(&FutRecord) -> Option<f64>|
+     -> Option<f64> {
         let mut v: Vec<f64> = records
             .iter()
             .filter(|r| r.ok && r.variant == variant && r.param == param && r.imp == imp.name())
-            .filter_map(|r| r.seconds)
+            .filter_map(field)
             .collect();
         measure::median(&mut v)
     };
@@ -77,23 +82,9 @@ pub(super) fn summary(
     for (variant, param) in &keys {
         let meds: Vec<Option<f64>> = imps
             .iter()
-            .map(|&i| median_of(variant, *param, i))
+            .map(|&i| median_of(variant, *param, i, |r| r.seconds))
             .collect();
-        let mut line = format!("{variant:<10} {param:>6}");
-        for m in &meds {
-            let _ = match m {
-                Some(v) => write!(line, " {:>11.3}", v * 1e6),
-                None => write!(line, " {:>11}", "-"),
-            };
-        }
-        if imps[0] == FutImpl::Ito {
-            for m in meds.iter().skip(1) {
-                let _ = match (meds[0], m) {
-                    (Some(a), Some(b)) => write!(line, " {:>10.3}", a / b),
-                    _ => write!(line, " {:>10}", "-"),
-                };
-            }
-        }
+        let mut line = medians_line(variant, *param, &meds, imps[0] == FutImpl::Ito);
         if first_completed {
             for &imp in imps {
                 let _ = match accuracy_of(variant, *param, imp) {
@@ -147,35 +138,15 @@ pub(super) fn summary(
             s,
             "from the completion to the last read or callback (median µs; the wake-ups):"
         );
-        let after_of = |variant: &str, param: usize, imp: FutImpl| -> Option<f64> {
-            let mut v: Vec<f64> = records
-                .iter()
-                .filter(|r| r.ok && r.variant == variant && r.param == param && r.imp == imp.name())
-                .filter_map(|r| r.after_complete_s)
-                .collect();
-            measure::median(&mut v)
-        };
         for (variant, param) in &keys {
-            let meds: Vec<Option<f64>> =
-                imps.iter().map(|&i| after_of(variant, *param, i)).collect();
+            let meds: Vec<Option<f64>> = imps
+                .iter()
+                .map(|&i| median_of(variant, *param, i, |r| r.after_complete_s))
+                .collect();
             if meds.iter().all(Option::is_none) {
                 continue;
             }
-            let mut line = format!("{variant:<10} {param:>6}");
-            for m in &meds {
-                let _ = match m {
-                    Some(v) => write!(line, " {:>11.3}", v * 1e6),
-                    None => write!(line, " {:>11}", "-"),
-                };
-            }
-            if imps[0] == FutImpl::Ito {
-                for m in meds.iter().skip(1) {
-                    let _ = match (meds[0], m) {
-                        (Some(a), Some(b)) => write!(line, " {:>10.3}", a / b),
-                        _ => write!(line, " {:>10}", "-"),
-                    };
-                }
-            }
+            let line = medians_line(variant, *param, &meds, imps[0] == FutImpl::Ito);
             let _ = writeln!(s, "{line}");
         }
     }
@@ -234,4 +205,26 @@ pub(super) fn summary(
         }
     }
     s
+}
+
+/// The start of a summary line: the variant and parameter, each implementation's median in
+/// µs (`-` where it has none), and, when ito's comes first, its ratio to each other one.
+fn medians_line(variant: &str, param: usize, meds: &[Option<f64>], ito_first: bool) -> String {
+    use std::fmt::Write as _;
+    let mut line = format!("{variant:<10} {param:>6}");
+    for m in meds {
+        let _ = match m {
+            Some(v) => write!(line, " {:>11.3}", v * 1e6),
+            None => write!(line, " {:>11}", "-"),
+        };
+    }
+    if ito_first {
+        for m in meds.iter().skip(1) {
+            let _ = match (meds[0], m) {
+                (Some(a), Some(b)) => write!(line, " {:>10.3}", a / b),
+                _ => write!(line, " {:>10}", "-"),
+            };
+        }
+    }
+    line
 }

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! ito-bench seeds [--quick | --smoke] [--out DIR] [--peers all|built|none] [--only 000,...]
-//!                 [--ito-find PATH] [--dry-run] [--compare OLD/results.jsonl]
+//!                 [--ito-find PATH] [--pictures auto|yes|no|only] [--dry-run]
+//!                 [--compare OLD/results.jsonl]
 //! ito-bench seeds --from DIR/results.jsonl [--out DIR] [--compare OLD/results.jsonl]
 //! ```
 //!
@@ -27,6 +28,16 @@
 //! ([`analysis`]); with `--compare`, the verdicts that differ from a recorded run's
 //! ([`compare`]). `docs/benchmarks.md` says how a verdict is reached.
 //!
+//! The timelines (`--pictures`; by default in a full run only): after the measurements, one
+//! step per picture ([`plan::pictures`]) runs `ito-bench trace record`, which traces one run
+//! (`ITO_TRACE`) into `DIR/traces/NAME.json` and draws it to `DIR/traces/NAME.svg` with its
+//! figures in `NAME.summary.json`: document 002's three find programs on the find tree, fib
+//! at cutoff 10 in every ito style, the chain. The report shows each drawing in its
+//! document's section with what its summary says ([`timelines`]). The traces are large (a
+//! million-process chain's is about 900 MB): `DIR/traces/.gitignore` keeps them out of git.
+//! `--pictures only` runs only the timelines (and the find tree they walk), into
+//! `bench/results/<date>-<commit>-pictures/` by default.
+//!
 //! `--quick` is meant to finish in under 3 minutes on a 2-core machine, the full run in under
 //! 15; `--smoke` takes seconds (CI). `--peers built` never builds a peer (no
 //! download: the Scala peer needs Maven Central the first time), `--peers none` runs none.
@@ -44,6 +55,7 @@ mod published;
 mod report;
 mod run;
 pub(crate) mod schema;
+mod timelines;
 
 use std::fs;
 use std::io::Write;
@@ -60,6 +72,9 @@ use collect::Environment;
 use plan::{Plan, Size};
 use run::{Outcome, StepResult};
 
+/// The directory of the run's output that holds its timelines.
+const TRACES: &str = "traces";
+
 /// Arguments of `seeds`.
 #[derive(Args, Debug)]
 #[command(
@@ -69,7 +84,8 @@ use run::{Outcome, StepResult};
         STM: 004) on ito and its peers, each step a child process under a timeout (a \
         deadlocked peer is killed and shown as failed), with a progress bar. Writes \
         results.jsonl (every measurement with commit, nproc, CPU model and date), one CSV \
-        and one SVG plot per experiment, and report.md to --out [default: \
+        and one SVG plot per experiment, the scheduler's timelines (traces/, in a full run \
+        or with --pictures) and report.md to --out [default: \
         bench/results/<date>-<commit>[-quick]/ of the workspace]. Exit status: 0 when every \
         ito measurement succeeded, 1 otherwise, 2 for bad arguments."
 )]
@@ -93,11 +109,16 @@ pub(crate) struct SeedsArgs {
     /// The ito-find binary [default: built with cargo next to this executable].
     #[arg(long)]
     ito_find: Option<PathBuf>,
+    /// Draw the timelines (`traces/` of the output: document 002's three find programs, fib
+    /// at cutoff 10 in every ito style, the chain): auto (in a full run only), yes, no, or
+    /// only (no measurements).
+    #[arg(long, value_enum, default_value = "auto")]
+    pictures: Pictures,
     /// Print the steps with their timeouts and exit.
     #[arg(long)]
     dry_run: bool,
     /// Run nothing: write the CSVs, plots and report of a recorded results.jsonl.
-    #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find"])]
+    #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find", "pictures"])]
     from: Option<PathBuf>,
     /// Compare every verdict with those of a recorded run's results.jsonl: the report lists
     /// the configurations whose verdicts differ [default for a quick or full run: the last
@@ -106,8 +127,21 @@ pub(crate) struct SeedsArgs {
     compare: Option<PathBuf>,
     /// Run nothing: check every JSON line of a file (records of any ito-bench experiment)
     /// against its experiment's schema; exit status 1 if one does not match.
-    #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find", "from", "out"])]
+    #[arg(long, conflicts_with_all = ["quick", "smoke", "dry_run", "only", "ito_find", "from", "out", "pictures"])]
     check: Option<PathBuf>,
+}
+
+/// `--pictures`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Pictures {
+    /// In a full run only.
+    Auto,
+    /// After the measurements.
+    Yes,
+    /// None.
+    No,
+    /// The timelines alone.
+    Only,
 }
 
 /// Which peers `seeds` runs.
@@ -146,9 +180,11 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     };
     let env = Environment::detect(size.name());
     let out = args.out.clone().unwrap_or_else(|| {
-        let suffix = match size {
-            Size::Full => String::new(),
-            s => format!("-{}", s.name()),
+        let suffix = match (size, args.pictures) {
+            (Size::Full, Pictures::Only) => "-pictures".to_owned(),
+            (s, Pictures::Only) => format!("-{}-pictures", s.name()),
+            (Size::Full, _) => String::new(),
+            (s, _) => format!("-{}", s.name()),
         };
         root.join("bench/results")
             .join(format!("{}-{}{suffix}", env.day(), env.commit))
@@ -158,7 +194,7 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     let disk_scratch = root
         .join("target")
         .join(format!("ito-seeds-{}", std::process::id()));
-    let plan = Plan::build(&plan::Config {
+    let cfg = plan::Config {
         size,
         peers: args.peers,
         only: args.only.clone(),
@@ -166,7 +202,14 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
         scratch: scratch.clone(),
         disk_scratch: disk_scratch.clone(),
         ito_find: args.ito_find.clone(),
-    });
+        pictures: match (args.pictures, size) {
+            (Pictures::Auto, Size::Full) | (Pictures::Yes, _) => plan::PictureSteps::Yes,
+            (Pictures::Auto | Pictures::No, _) => plan::PictureSteps::No,
+            (Pictures::Only, _) => plan::PictureSteps::Only,
+        },
+        traces: out.join(TRACES),
+    };
+    let plan = Plan::build(&cfg);
     if args.dry_run {
         print!("{}", plan.describe());
         return ExitCode::SUCCESS;
@@ -174,10 +217,19 @@ pub(crate) fn command(args: &SeedsArgs) -> ExitCode {
     if let Err(e) = fs::create_dir_all(out.join("logs")) {
         return crate::usage_error(&format!("cannot create {}: {e}", out.display()));
     }
+    if cfg.pictures != plan::PictureSteps::No {
+        // The traces are large and can be made again; their drawings and summaries are kept.
+        let ignore = cfg.traces.join(".gitignore");
+        let made = fs::create_dir_all(&cfg.traces)
+            .and_then(|()| fs::write(&ignore, "*.json\n!*.summary.json\n"));
+        if let Err(e) = made {
+            return crate::usage_error(&format!("cannot create {}: {e}", ignore.display()));
+        }
+    }
     // Without --compare, a quick or full run is compared with the last one recorded at its
     // size, so that a verdict that flipped since is flagged.
-    let compare = args.compare.clone().or_else(|| match size {
-        Size::Smoke => None,
+    let compare = args.compare.clone().or_else(|| match (size, cfg.pictures) {
+        (Size::Smoke, _) | (_, plan::PictureSteps::Only) => None,
         _ => last_recorded(&root.join("bench/results"), size, &out),
     });
     if let Some(p) = &compare {
@@ -207,7 +259,7 @@ fn last_recorded(results: &Path, size: Size, out: &Path) -> Option<PathBuf> {
         .filter(|dir| {
             let name = dir.file_name().unwrap_or_default().to_string_lossy();
             let is_quick = name.ends_with("-quick");
-            is_quick == quick && !name.ends_with("-smoke")
+            is_quick == quick && !name.ends_with("-smoke") && !name.ends_with("-pictures")
         })
         .max_by_key(|dir| {
             fs::metadata(dir.join("results.jsonl"))
@@ -474,10 +526,12 @@ fn render(
         None => None,
     };
     let plots = plot::draw_all(records, &analysis, out)?;
+    let timelines = timelines::read(&out.join(TRACES));
     let md = report::render(
         records,
         &analysis,
         &plots,
+        (&timelines, TRACES),
         steps,
         before.as_ref().map(|(p, a)| (p.as_str(), a)),
     );
@@ -497,6 +551,7 @@ mod tests {
             "2026-01-01-aaa",
             "2026-01-02-bbb-quick",
             "2026-01-03-ccc-smoke",
+            "2026-01-03-eee-pictures",
             "empty",
         ] {
             fs::create_dir_all(results.join(dir)).unwrap();

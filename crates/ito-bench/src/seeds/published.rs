@@ -17,6 +17,28 @@ pub(crate) struct Published {
     pub(crate) target: &'static str,
 }
 
+/// What `doc` says about its own timeline pictures, quoted (with a translation where it is not
+/// in English); `None` where it shows none.
+pub(crate) fn pictures(doc: Doc) -> Option<&'static str> {
+    match doc {
+        Doc::D002 => Some(
+            "The document shows threadscope pictures of the sequential program and of \
+             `find_par` on 4 cores, and says of the second: 「水色がスレッド生成、黄緑がスレッドの\
+             起動を表している。4コアの場合はスレッドの生成や起動が頻繁に行われていることが画像\
+             からわかる。」 (\"Light blue is a thread's creation, yellow-green its start: the \
+             picture shows that on 4 cores threads are created and started very often.\") It \
+             blames the thread per directory: too fine a grain. Of `find_par_sem` (8 permits, 4 \
+             cores): 「水色の線(スレッドの生成)が減っているのがわかる。ただ、問題はGC以外の\
+             タイミングでもスレッドの実行が止まっているときがある点である。」 (\"The light-blue \
+             lines (thread creations) are fewer. The problem is that threads also stop running \
+             at times other than GC\"), which it puts down to threads blocking on the \
+             semaphore's `MVar`; it then replaces the `MVar` with an `IORef` \
+             (`atomicModifyIORef`). (Document 002, \"スレッドによる並列プログラミング\", 2015.)",
+        ),
+        _ => None,
+    }
+}
+
 /// The published side of `doc`.
 pub(crate) fn of(doc: Doc) -> Published {
     match doc {

@@ -12,6 +12,7 @@ use super::analysis::verdict::{self, Verdict};
 use super::analysis::{Analysis, Cell, FIB_ALL, Group, is_measured, num, str_of};
 use super::plan::Doc;
 use super::plot::{PlotFile, format_num};
+use super::timelines::{self, Timeline};
 use super::{compare, published};
 
 /// The report of `records`; `steps` (with the run's seconds) when they were just run.
@@ -19,6 +20,7 @@ pub(crate) fn render(
     records: &[Value],
     a: &Analysis,
     plots: &[PlotFile],
+    timelines: (&[Timeline], &str),
     steps: Option<(&[StepSummary], f64)>,
     compare: Option<(&str, &Analysis)>,
 ) -> String {
@@ -46,6 +48,7 @@ pub(crate) fn render(
     }
     for doc in Doc::ALL {
         document(&mut md, doc, a, plots, records);
+        timelines::section(&mut md, doc, timelines.0, timelines.1);
     }
     if let Some((steps, _)) = steps {
         let _ = writeln!(md, "## Steps\n\n| step | outcome |\n|---|---|");

@@ -1,7 +1,11 @@
 //! Reading an ito trace (Chrome trace-event JSON, as `ito::Runtime::builder().trace(..)`
 //! writes it) into one timeline of states per thread.
 
+use std::borrow::Cow;
+use std::fmt;
+
 use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// What a thread is doing, as the drawing colours it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,21 +61,36 @@ pub(crate) struct Timeline {
     pub(crate) end: f64,
 }
 
-/// The state an `X` event named `name` puts its thread in, on a thread named `thread`;
-/// `None` for slices that say nothing about the scheduler (user spans).
-fn state_of(name: &str, thread: &str) -> Option<State> {
+/// What an `X` event named `name` says about its thread; `None` for slices that say nothing
+/// about the scheduler (user spans). A run's state ([`State::Running`] or
+/// [`State::Compensating`]) depends on the thread's name, which may come later in the file.
+fn slice_of(name: &str) -> Option<Slice> {
     if name == "poll" || name == "help" || name == "blocking job" {
-        Some(if thread.contains("-comp-") {
-            State::Compensating
-        } else {
-            State::Running
-        })
+        Some(Slice::Run)
     } else if name.starts_with("park: ") {
-        Some(State::Parked)
+        Some(Slice::State(State::Parked))
     } else if name.starts_with("blocked: ") {
-        Some(State::Blocked)
+        Some(Slice::State(State::Blocked))
     } else {
         None
+    }
+}
+
+/// A slice as read, before the thread's name is known.
+#[derive(Clone, Copy, Debug)]
+enum Slice {
+    /// A run of a task or a job.
+    Run,
+    /// Any other state.
+    State(State),
+}
+
+/// The state of a [`Slice`] on a thread named `thread`.
+fn state_of(slice: Slice, thread: &str) -> State {
+    match slice {
+        Slice::Run if thread.contains("-comp-") => State::Compensating,
+        Slice::Run => State::Running,
+        Slice::State(s) => s,
     }
 }
 
@@ -81,13 +100,14 @@ fn searches(thread: &str) -> bool {
     thread.contains("-worker-") || thread.contains("-comp-")
 }
 
-/// The fields of a trace event the drawing reads (the others are skipped while parsing, so
-/// a large trace is not held as a tree of JSON values).
+/// The fields of a trace event the drawing reads: the others are skipped while parsing, and
+/// the names are borrowed from the file's text where they need no unescaping.
 #[derive(Deserialize)]
-struct RawEvent {
-    ph: String,
-    #[serde(default)]
-    name: String,
+struct RawEvent<'a> {
+    #[serde(borrow)]
+    ph: Cow<'a, str>,
+    #[serde(default, borrow)]
+    name: Cow<'a, str>,
     #[serde(default)]
     tid: u64,
     ts: Option<f64>,
@@ -101,61 +121,140 @@ struct RawArgs {
     name: Option<String>,
 }
 
-/// A trace file.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawTrace {
-    trace_events: Vec<RawEvent>,
+/// What the events of a file add up to, as they are read (a trace of a million processes
+/// has ten million events: they are never held all at once).
+#[derive(Default)]
+struct Sink {
+    tids: Vec<u64>,
+    tracks: Vec<Track>,
+    slices: Vec<Vec<(f64, f64, Slice)>>,
+    start: f64,
+    end: f64,
+}
+
+impl Sink {
+    /// The index of thread `tid`'s track, made on first sight.
+    fn index(&mut self, tid: u64) -> usize {
+        self.tids.iter().position(|&t| t == tid).unwrap_or_else(|| {
+            self.tids.push(tid);
+            self.tracks.push(Track::default());
+            self.slices.push(Vec::new());
+            self.tids.len() - 1
+        })
+    }
+
+    fn add(&mut self, e: RawEvent<'_>) {
+        if e.ph == "M" && e.name == "thread_name" {
+            let i = self.index(e.tid);
+            let name = e.args.and_then(|a| a.name);
+            self.tracks[i].name = name.unwrap_or_default();
+            return;
+        }
+        let Some(ts) = e.ts else {
+            return;
+        };
+        let i = self.index(e.tid);
+        let dur = e.dur.unwrap_or(0.0);
+        self.start = self.start.min(ts);
+        self.end = self.end.max(ts + dur);
+        match (&*e.ph, &*e.name) {
+            ("X", name) => {
+                if let Some(s) = slice_of(name) {
+                    self.slices[i].push((ts, ts + dur, s));
+                }
+            }
+            ("i", "spawn") => self.tracks[i].spawns.push(ts),
+            // A fork-join job taken from another thread's shelf is a steal too (its run is
+            // not a slice of the trace: the thread shows as searching while it runs it).
+            ("i", "steal" | "join steal") => self.tracks[i].steals.push(ts),
+            _ => {}
+        }
+    }
+}
+
+/// The `traceEvents` array, fed to a [`Sink`] one event at a time.
+struct Events<'s>(&'s mut Sink);
+
+impl<'de> DeserializeSeed<'de> for Events<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Events<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(e) = seq.next_element::<RawEvent<'de>>()? {
+            self.0.add(e);
+        }
+        Ok(())
+    }
+}
+
+/// The trace file's object: `traceEvents` goes to the sink, every other key is skipped.
+struct File<'s>(&'s mut Sink);
+
+impl<'de> DeserializeSeed<'de> for File<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for File<'_> {
+    /// Whether the object had a `traceEvents` key.
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Chrome trace-event object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut found = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "traceEvents" {
+                map.next_value_seed(Events(&mut *self.0))?;
+                found = true;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// Parses a trace file's text.
 pub(crate) fn parse(text: &str) -> Result<Timeline, String> {
-    let doc: RawTrace =
-        serde_json::from_str(text).map_err(|e| format!("not a Chrome trace-event file: {e}"))?;
-    let events = doc.trace_events;
-    let mut tids: Vec<u64> = Vec::new();
-    let mut tracks: Vec<Track> = Vec::new();
-    let mut slices: Vec<Vec<(f64, f64, State)>> = Vec::new();
-    let mut index = |tid: u64, tracks: &mut Vec<Track>, slices: &mut Vec<Vec<_>>| {
-        tids.iter().position(|&t| t == tid).unwrap_or_else(|| {
-            tids.push(tid);
-            tracks.push(Track::default());
-            slices.push(Vec::new());
-            tids.len() - 1
-        })
+    let mut sink = Sink {
+        start: f64::INFINITY,
+        end: f64::NEG_INFINITY,
+        ..Sink::default()
     };
-    // Names first: a slice's state depends on its thread's name.
-    for e in &events {
-        if e.ph == "M" && e.name == "thread_name" {
-            let i = index(e.tid, &mut tracks, &mut slices);
-            let name = e.args.as_ref().and_then(|a| a.name.clone());
-            tracks[i].name = name.unwrap_or_default();
-        }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let found = File(&mut sink)
+        .deserialize(&mut de)
+        .and_then(|found| de.end().map(|()| found))
+        .map_err(|e| format!("not a Chrome trace-event file: {e}"))?;
+    if !found {
+        return Err("not a Chrome trace-event file: no traceEvents".to_owned());
     }
-    let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
-    for e in &events {
-        let Some(ts) = e.ts else {
-            continue;
-        };
-        let i = index(e.tid, &mut tracks, &mut slices);
-        let dur = e.dur.unwrap_or(0.0);
-        start = start.min(ts);
-        end = end.max(ts + dur);
-        match (e.ph.as_str(), e.name.as_str()) {
-            ("X", name) => {
-                if let Some(s) = state_of(name, &tracks[i].name) {
-                    slices[i].push((ts, ts + dur, s));
-                }
-            }
-            ("i", "spawn") => tracks[i].spawns.push(ts),
-            ("i", "steal") => tracks[i].steals.push(ts),
-            _ => {}
-        }
-    }
-    if start > end {
+    if sink.start > sink.end {
         return Err("the trace has no timed events".to_owned());
     }
-    for (track, mut s) in tracks.iter_mut().zip(slices) {
+    let Sink {
+        mut tracks,
+        slices,
+        start,
+        end,
+        ..
+    } = sink;
+    for (track, s) in tracks.iter_mut().zip(slices) {
+        let mut s: Vec<(f64, f64, State)> = s
+            .into_iter()
+            .map(|(a, b, k)| (a, b, state_of(k, &track.name)))
+            .collect();
         track.segments = flatten(&mut s, searches(&track.name));
     }
     // Every thread gets its bar, one that recorded nothing timed too: an idle worker is part of

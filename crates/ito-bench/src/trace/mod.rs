@@ -1,8 +1,12 @@
 //! `ito-bench trace draw FILE --out FILE.svg`: draws a trace that ito recorded
 //! (`ito::Runtime::builder().trace(path)`, or `ITO_TRACE=path`) in threadscope's layout.
+//! `ito-bench trace record --dir DIR --name NAME -- SUBCOMMAND ...`: records one of this
+//! executable's subcommands and draws it.
 
 mod draw;
 mod load;
+pub(crate) mod record;
+pub(crate) mod summary;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +25,9 @@ pub(crate) struct TraceArgs {
 enum TraceCmd {
     /// Draw a trace as an SVG: an activity graph above one bar per thread, coloured by state.
     Draw(DrawArgs),
+    /// Run one of this executable's subcommands (after `--`) traced, then draw the trace and
+    /// summarise it: DIR/NAME.json, DIR/NAME.svg, DIR/NAME.summary.json.
+    Record(record::RecordArgs),
 }
 
 /// `ito-bench trace draw`.
@@ -38,17 +45,19 @@ struct DrawArgs {
 
 /// Runs `ito-bench trace`.
 pub(crate) fn command(args: &TraceArgs) -> ExitCode {
-    match &args.command {
-        TraceCmd::Draw(d) => match draw_file(d) {
-            Ok(out) => {
-                eprintln!("wrote {}", out.display());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        },
+    let done = match &args.command {
+        TraceCmd::Draw(d) => draw_file(d),
+        TraceCmd::Record(r) => record::record(r),
+    };
+    match done {
+        Ok(out) => {
+            eprintln!("wrote {}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::PeerPolicy;
 use crate::measure::{self, Record};
 
+pub(crate) mod pictures;
 mod sizes;
 mod steps;
 
@@ -89,6 +90,22 @@ pub(crate) struct Config {
     pub(crate) disk_scratch: PathBuf,
     /// `--ito-find`.
     pub(crate) ito_find: Option<PathBuf>,
+    /// Which steps run: the measurements, the timelines (`traces/` of the run's output), or
+    /// both.
+    pub(crate) pictures: PictureSteps,
+    /// Where the timelines go.
+    pub(crate) traces: PathBuf,
+}
+
+/// Which steps of a run go in the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PictureSteps {
+    /// The measurements only.
+    No,
+    /// The measurements, then the timelines.
+    Yes,
+    /// The timelines only (and the setups they need: the find tree).
+    Only,
 }
 
 /// The program a step runs.
@@ -183,108 +200,15 @@ impl Plan {
         let workers = measure::nproc();
         let mut steps = Vec::new();
         let wants = |d: Doc| cfg.only.is_empty() || cfg.only.contains(&d);
-        let peers = cfg.peers != PeerPolicy::None;
-        if wants(Doc::D000) {
-            fib_steps(&mut steps, &s, workers, cfg, peers);
-            let mut args = vec![
-                "join",
-                "--workload",
-                "fib,tree,sort,nqueens",
-                "--n",
-                s.join_n,
-            ];
-            if let Some(c) = s.join_cutoff {
-                args.extend(["--cutoff", c]);
-            }
-            let (w, r) = (workers.to_string(), s.cell_runs.to_string());
-            args.extend(["--impl", "ito,rayon,seq", "--workers", &w, "--repeat", &r]);
-            args.extend(["--timeout-s", "120"]);
-            let est = match cfg.size {
-                Size::Smoke => 0.5,
-                Size::Quick => 2.0,
-                Size::Full => 90.0,
-            };
-            steps.push(Step::bench(
-                Doc::D000,
-                "join: fib, tree, sort, nqueens",
-                &args,
-                600.0,
-                est,
-            ));
+        if cfg.pictures != PictureSteps::Only {
+            measure_steps(&mut steps, cfg, &s, workers);
+        } else if wants(Doc::D002) {
+            tree_steps(&mut steps, &s, cfg);
         }
-        if wants(Doc::D001) {
-            chain_steps(&mut steps, &s, workers, peers);
-            let (w, r, rounds) = (
-                workers.to_string(),
-                s.cell_runs.to_string(),
-                s.msg_rounds.to_string(),
-            );
-            let common = [
-                "--impl",
-                "ito,tokio",
-                "--workers",
-                &w,
-                "--repeat",
-                &r,
-                "--timeout-s",
-                "60",
-            ];
-            let mut pp = vec!["ping-pong", "--rounds", &rounds];
-            pp.extend(common);
-            steps.push(Step::bench(
-                Doc::D001,
-                "ping-pong",
-                &pp,
-                300.0,
-                s.msg_rounds as f64 * 1e-6 * 3.0 + 0.1,
-            ));
-            let mut fi = vec!["fan-in", "--senders", "8", "--messages", &rounds];
-            fi.extend(common);
-            steps.push(Step::bench(
-                Doc::D001,
-                "fan-in",
-                &fi,
-                300.0,
-                s.msg_rounds as f64 * 1e-6 * 8.0 + 0.1,
-            ));
-        }
-        if wants(Doc::D002) {
-            find_steps(&mut steps, &s, cfg);
-        }
-        if wants(Doc::D003) {
-            pool_steps(&mut steps, &s, workers);
-        }
-        if wants(Doc::D004) {
-            futures_steps(&mut steps, &s, workers);
-            // The comparison runs without the auditor (its reads change what each
-            // implementation does); one run with it reports the audits per second beside.
-            let (ops, r) = (s.bank_ops.to_string(), s.cell_runs.to_string());
-            for (label, audit, repeat) in [
-                ("stm-bank: ito::stm vs stm crate vs mutex", false, &r),
-                (
-                    "stm-bank with the auditor (audits per second)",
-                    true,
-                    &"1".to_owned(),
-                ),
-            ] {
-                let mut args = vec![
-                    "stm-bank",
-                    "--threads",
-                    "1,2",
-                    "--ops",
-                    &ops,
-                    "--repeat",
-                    repeat,
-                    "--timeout-s",
-                    "120",
-                ];
-                if audit {
-                    args.push("--audit");
-                }
-                let reps: f64 = repeat.parse().unwrap_or(1.0);
-                let est = s.bank_ops as f64 * 1e-7 * 6.0 * reps + 0.1;
-                steps.push(Step::bench(Doc::D004, label, &args, 600.0, est));
-            }
+        if cfg.pictures != PictureSteps::No {
+            let tree = cfg.scratch.join("tree");
+            let all = pictures::pictures(&s, workers, &tree, wants);
+            pictures::picture_steps(&mut steps, all, &cfg.traces, "tree", s.picture_chain_n);
         }
         Plan { steps }
     }
@@ -312,5 +236,113 @@ impl Plan {
         }
         let _ = writeln!(out, "{} steps, estimated {total:.0} s", self.steps.len());
         out
+    }
+}
+
+/// The measurement steps of every document `cfg` selects.
+fn measure_steps(steps: &mut Vec<Step>, cfg: &Config, s: &Sizes, workers: usize) {
+    let wants = |d: Doc| cfg.only.is_empty() || cfg.only.contains(&d);
+    let peers = cfg.peers != PeerPolicy::None;
+    if wants(Doc::D000) {
+        fib_steps(steps, s, workers, cfg, peers);
+        let mut args = vec![
+            "join",
+            "--workload",
+            "fib,tree,sort,nqueens",
+            "--n",
+            s.join_n,
+        ];
+        if let Some(c) = s.join_cutoff {
+            args.extend(["--cutoff", c]);
+        }
+        let (w, r) = (workers.to_string(), s.cell_runs.to_string());
+        args.extend(["--impl", "ito,rayon,seq", "--workers", &w, "--repeat", &r]);
+        args.extend(["--timeout-s", "120"]);
+        let est = match cfg.size {
+            Size::Smoke => 0.5,
+            Size::Quick => 2.0,
+            Size::Full => 90.0,
+        };
+        steps.push(Step::bench(
+            Doc::D000,
+            "join: fib, tree, sort, nqueens",
+            &args,
+            600.0,
+            est,
+        ));
+    }
+    if wants(Doc::D001) {
+        chain_steps(steps, s, workers, peers);
+        let (w, r, rounds) = (
+            workers.to_string(),
+            s.cell_runs.to_string(),
+            s.msg_rounds.to_string(),
+        );
+        let common = [
+            "--impl",
+            "ito,tokio",
+            "--workers",
+            &w,
+            "--repeat",
+            &r,
+            "--timeout-s",
+            "60",
+        ];
+        let mut pp = vec!["ping-pong", "--rounds", &rounds];
+        pp.extend(common);
+        steps.push(Step::bench(
+            Doc::D001,
+            "ping-pong",
+            &pp,
+            300.0,
+            s.msg_rounds as f64 * 1e-6 * 3.0 + 0.1,
+        ));
+        let mut fi = vec!["fan-in", "--senders", "8", "--messages", &rounds];
+        fi.extend(common);
+        steps.push(Step::bench(
+            Doc::D001,
+            "fan-in",
+            &fi,
+            300.0,
+            s.msg_rounds as f64 * 1e-6 * 8.0 + 0.1,
+        ));
+    }
+    if wants(Doc::D002) {
+        find_steps(steps, s, cfg);
+    }
+    if wants(Doc::D003) {
+        pool_steps(steps, s, workers);
+    }
+    if wants(Doc::D004) {
+        futures_steps(steps, s, workers);
+        // The comparison runs without the auditor (its reads change what each
+        // implementation does); one run with it reports the audits per second beside.
+        let (ops, r) = (s.bank_ops.to_string(), s.cell_runs.to_string());
+        for (label, audit, repeat) in [
+            ("stm-bank: ito::stm vs stm crate vs mutex", false, &r),
+            (
+                "stm-bank with the auditor (audits per second)",
+                true,
+                &"1".to_owned(),
+            ),
+        ] {
+            let mut args = vec![
+                "stm-bank",
+                "--threads",
+                "1,2",
+                "--ops",
+                &ops,
+                "--repeat",
+                repeat,
+                "--timeout-s",
+                "120",
+            ];
+            if audit {
+                args.push("--audit");
+            }
+            let reps: f64 = repeat.parse().unwrap_or(1.0);
+            let est = s.bank_ops as f64 * 1e-7 * 6.0 * reps + 0.1;
+            steps.push(Step::bench(Doc::D004, label, &args, 600.0, est));
+        }
     }
 }

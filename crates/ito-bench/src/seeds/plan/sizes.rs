@@ -32,6 +32,11 @@ pub(super) struct Sizes {
     pub(super) join_n: &'static str,
     pub(super) join_cutoff: Option<&'static str>,
     pub(super) bank_ops: u64,
+    /// fib's argument in the timelines (at cutoff 10): smaller than `fib_n`, because every
+    /// task adds some 400 bytes to the trace.
+    pub(super) picture_fib_n: u64,
+    /// The chain's length in its timeline.
+    pub(super) picture_chain_n: u64,
 }
 
 impl Sizes {
@@ -59,6 +64,8 @@ impl Sizes {
                 join_n: "20,8,10000,6",
                 join_cutoff: Some("2,8"),
                 bank_ops: 10_000,
+                picture_fib_n: 16,
+                picture_chain_n: 1000,
             },
             Size::Quick => Sizes {
                 cell_runs: MIN_RUNS,
@@ -82,6 +89,8 @@ impl Sizes {
                 join_n: "34,18,1000000,9",
                 join_cutoff: Some("2,8"),
                 bank_ops: 200_000,
+                picture_fib_n: 30,
+                picture_chain_n: 100_000,
             },
             Size::Full => Sizes {
                 cell_runs: MIN_RUNS,
@@ -105,6 +114,8 @@ impl Sizes {
                 join_n: "40,20,4000000,11",
                 join_cutoff: None,
                 bank_ops: 1_000_000,
+                picture_fib_n: 32,
+                picture_chain_n: 1_000_000,
             },
         }
     }

@@ -218,33 +218,13 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
             exe.with_file_name("ito-find")
         }
     };
-    let (d, f) = (s.find_dirs.to_string(), s.find_files.to_string());
     let entries = (s.find_dirs + s.find_files) as f64;
     let mut trees = vec![(cfg.scratch.join("tree"), "tree")];
     if s.find_on_disk {
         trees.push((cfg.disk_scratch.join("tree"), "disk tree"));
     }
     for (tree, key) in trees {
-        let mut make = Step::bench(
-            Doc::D002,
-            format!("find: make a {}-entry {key}", s.find_dirs + s.find_files),
-            &[
-                "find-tree",
-                "--dirs",
-                &d,
-                "--files",
-                &f,
-                "--seed",
-                "2",
-                "--out",
-                &tree.display().to_string(),
-            ],
-            600.0,
-            entries * 100e-6 + 0.1,
-        );
-        make.parse = Parse::Setup;
-        make.provides = Some(key);
-        steps.push(make);
+        steps.push(make_tree(s, &tree, key));
         let r = s.find_runs.to_string();
         // Each step's record is the median of its --runs runs; the cell is over the steps.
         // The document's sweep of worker counts, interleaved.
@@ -281,6 +261,37 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
             steps.push(find);
         }
     }
+}
+
+/// The step that makes the find tree at `tree` for the steps that need `key`.
+fn make_tree(s: &Sizes, tree: &Path, key: &'static str) -> Step {
+    let (d, f) = (s.find_dirs.to_string(), s.find_files.to_string());
+    let entries = (s.find_dirs + s.find_files) as f64;
+    let mut make = Step::bench(
+        Doc::D002,
+        format!("find: make a {}-entry {key}", s.find_dirs + s.find_files),
+        &[
+            "find-tree",
+            "--dirs",
+            &d,
+            "--files",
+            &f,
+            "--seed",
+            "2",
+            "--out",
+            &tree.display().to_string(),
+        ],
+        600.0,
+        entries * 100e-6 + 0.1,
+    );
+    make.parse = Parse::Setup;
+    make.provides = Some(key);
+    make
+}
+
+/// Document 002's tree on tmpfs alone (for its pictures, in a run without measurements).
+pub(super) fn tree_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
+    steps.push(make_tree(s, &cfg.scratch.join("tree"), "tree"));
 }
 
 /// Document 003: the four modes with and without the 1 ms sleep (pool sizes 8 and 50), and

@@ -25,13 +25,14 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Shared;
 use super::metrics::bump;
 use super::park::LoopPark;
-use super::worker::{Exit, WorkerCtx};
+use super::worker::{self, Exit, WorkerCtx};
 use crate::coro::{self, Coro, Resumed, StackPool};
+use crate::loom::thread::Thread;
 use crate::loom::{AtomicBool, Mutex, Ordering};
 use crate::trace::Kind;
 
@@ -50,6 +51,10 @@ pub(crate) struct Resumes {
     /// The queue is not empty. Set and cleared under the lock; read without it.
     pending: AtomicBool,
     ids: Mutex<VecDeque<u32>>,
+    /// The slot's thread is parked in a wait that blocks the thread ([`park_thread`]): a push
+    /// unparks it through `parked`, so that it resumes the queued loop meanwhile.
+    blocked: AtomicBool,
+    parked: Mutex<Option<Thread>>,
 }
 
 impl Resumes {
@@ -63,6 +68,13 @@ impl Resumes {
         let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
         ids.push_back(id);
         self.pending.store(true, Ordering::SeqCst);
+        drop(ids);
+        // Pairs with `park_thread`: either it sees `pending`, or we see `blocked`.
+        if self.blocked.load(Ordering::SeqCst) {
+            if let Some(t) = &*self.parked.lock().unwrap_or_else(|e| e.into_inner()) {
+                t.unpark();
+            }
+        }
     }
 
     pub(crate) fn pop(&self) -> Option<u32> {
@@ -150,6 +162,12 @@ pub(crate) struct Loops {
     suspended: Cell<usize>,
     /// The loop running now; `None` on the thread's own stack.
     current: Cell<Option<u32>>,
+    /// The running loop was resumed by a waiter that blocks the thread, not by the trampoline:
+    /// it hands control back at its next turn between two tasks.
+    borrowed: Cell<bool>,
+    /// The depth of the thread's join stack when the running loop was resumed: code on it may
+    /// suspend only with no join of its own in progress above that.
+    join_base: Cell<usize>,
     command: Cell<Command>,
 }
 
@@ -165,6 +183,8 @@ impl Loops {
             spare: RefCell::new(Vec::new()),
             suspended: Cell::new(0),
             current: Cell::new(None),
+            borrowed: Cell::new(false),
+            join_base: Cell::new(0),
             command: Cell::new(Command::None),
         }
     }
@@ -174,13 +194,23 @@ impl Loops {
         self.suspended.get()
     }
 
+    /// Whether the running loop hands control back at its next turn (see `borrowed`).
+    #[inline]
+    pub(super) fn is_borrowed(&self) -> bool {
+        self.borrowed.get()
+    }
+
     /// The token of the running loop if the code running on it may suspend: it runs on a
-    /// loop, has no join in progress (a join's frames live on the thread's join stack, which
-    /// the next loop would build on), is not inside a wait that blocks the thread, and a
-    /// spare loop is there to take over.
+    /// loop, has no join of its own in progress (a join's frames live on the thread's join
+    /// stack, which the next loop would build on), is not inside a wait that blocks the
+    /// thread, and a spare loop is there to take over.
     pub(crate) fn suspendable(&self, ctx: &WorkerCtx) -> Option<Arc<LoopToken>> {
         let id = self.current.get()?;
-        if ctx.join_stack().len() != 0 || ctx.blocked.get() || !self.ensure_spare(ctx) {
+        if ctx.join_stack().len() != self.join_base.get()
+            || ctx.blocked.get()
+            || ctx.runs_stolen_job()
+            || !self.ensure_spare(ctx)
+        {
             return None;
         }
         Some(self.entries.borrow()[id as usize].token.clone())
@@ -264,19 +294,24 @@ impl Loops {
         Some(id)
     }
 
-    /// Runs loop `id` until it hands control back.
-    fn resume(&self, ctx: &WorkerCtx, id: u32) -> Resumed<Exit> {
+    /// Runs loop `id` until it hands control back; `borrowed`: for a waiter that blocks the
+    /// thread (see `borrowed`), not for the trampoline.
+    fn resume(&self, ctx: &WorkerCtx, id: u32, borrowed: bool) -> Resumed<Exit> {
         let mut coro = self.entries.borrow_mut()[id as usize]
             .coro
             .take()
             .expect("a loop resumed while it runs");
         let stack = coro.stack();
         let reserve = STACK_RESERVE.min((stack.end - stack.start) / 4);
-        ctx.set_stack_limit(stack.start + reserve);
-        self.current.set(Some(id));
+        let outer_limit = ctx.set_stack_limit(stack.start + reserve);
+        let outer = self.current.replace(Some(id));
+        let outer_borrowed = self.borrowed.replace(borrowed);
+        let outer_base = self.join_base.replace(ctx.join_stack().len());
         let r = coro.resume();
-        self.current.set(None);
-        ctx.reset_stack_limit();
+        self.join_base.set(outer_base);
+        self.borrowed.set(outer_borrowed);
+        self.current.set(outer);
+        ctx.set_stack_limit(outer_limit);
         if coro.is_done() {
             drop(coro);
             self.free.borrow_mut().push(id);
@@ -307,7 +342,7 @@ impl Loops {
             return;
         }
         self.command.set(Command::Quit);
-        match self.resume(ctx, id) {
+        match self.resume(ctx, id, false) {
             Resumed::Returned(_) => {}
             Resumed::Panicked(payload) => crate::failure::drop_payload(payload),
             Resumed::Suspended => unreachable!("a loop told to quit suspended"),
@@ -323,6 +358,65 @@ impl Loops {
             }
             ctx.idler().park(Some(RESUME_POLL));
         }
+    }
+}
+
+impl Loops {
+    /// For a waiter that blocks this thread: runs the loops queued for resumption, each until
+    /// its task ends (it then hands control back between two tasks and becomes a spare) or it
+    /// suspends again. They can resume on no other thread, and the awaited event may depend on
+    /// them.
+    fn serve_queued(&self, ctx: &WorkerCtx) {
+        // The waiter's blocking belongs to its own loop, not to the ones run here.
+        let blocked = ctx.blocked.replace(false);
+        while let Some(id) = ctx.slot().resumes.pop() {
+            self.suspended.set(self.suspended.get() - 1);
+            match self.resume(ctx, id, true) {
+                Resumed::Suspended => match self.command.replace(Command::None) {
+                    Command::Blocked => self.suspended.set(self.suspended.get() + 1),
+                    Command::Resume => self.make_spare(ctx, id),
+                    c => unreachable!("a borrowed loop suspended with {c:?}"),
+                },
+                // Shutdown: the loop ended; the waiter's own loop will see it too.
+                Resumed::Returned(_) => {}
+                Resumed::Panicked(payload) => crate::failure::drop_payload(payload),
+            }
+        }
+        ctx.blocked.set(blocked);
+    }
+}
+
+/// Parks the calling thread, which waits in a way that blocks it (it could not suspend), until
+/// unparked or `deadline`. On a worker, it runs the loops queued for resumption meanwhile
+/// instead (and then returns: callers re-check their condition, as after any park).
+pub(crate) fn park_thread(deadline: Option<Instant>) {
+    let Some(ctx) = worker::current_ctx().filter(|c| !c.runs_stolen_job()) else {
+        return plain_park(deadline);
+    };
+    let resumes = &ctx.slot().resumes;
+    *resumes.parked.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some(crate::loom::thread::current());
+    resumes.blocked.store(true, Ordering::SeqCst);
+    if resumes.is_pending() {
+        resumes.blocked.store(false, Ordering::SeqCst);
+        ctx.loops().serve_queued(ctx);
+        return;
+    }
+    plain_park(deadline);
+    resumes.blocked.store(false, Ordering::SeqCst);
+    if resumes.is_pending() {
+        ctx.loops().serve_queued(ctx);
+    }
+}
+
+fn plain_park(deadline: Option<Instant>) {
+    match deadline {
+        None => crate::loom::thread::park(),
+        #[cfg(not(loom))]
+        Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
+        // A loom park with a timeout returns at once: the timeout may fire at any point.
+        #[cfg(loom)]
+        Some(_) => loom::thread::yield_now(),
     }
 }
 
@@ -347,7 +441,7 @@ pub(super) fn run(ctx: &WorkerCtx) -> Exit {
         return loop_body();
     };
     let exit = loop {
-        match loops.resume(ctx, next) {
+        match loops.resume(ctx, next, false) {
             Resumed::Suspended => match loops.command.replace(Command::None) {
                 Command::Blocked => {
                     loops.suspended.set(loops.suspended.get() + 1);
@@ -370,6 +464,9 @@ pub(super) fn run(ctx: &WorkerCtx) -> Exit {
                     break exit;
                 }
                 // Shutting down with loops still suspended: they finish their tasks first.
+                // What only this thread can reach (its LIFO slot, its deque) is cancelled
+                // first: a suspended task may wait for it.
+                ctx.drain();
                 next = loops.wait_for_resume(ctx);
             }
             Resumed::Panicked(payload) => {
@@ -391,6 +488,7 @@ pub(super) fn run(ctx: &WorkerCtx) -> Exit {
 /// Thread-locals that belong to the code on a loop's stack rather than to the thread: taken
 /// (reset) when the loop suspends, so the next loop starts clean, and put back on resume.
 struct SavedLocals {
+    entered: Option<&'static Shared>,
     cancel_current: *const crate::task::Header,
     cancel_depth: u32,
     notify_depth: u32,
@@ -401,6 +499,7 @@ struct SavedLocals {
 impl SavedLocals {
     fn take() -> SavedLocals {
         SavedLocals {
+            entered: worker::swap_entered(None),
             cancel_current: crate::task::cancel::swap_current(std::ptr::null()),
             cancel_depth: crate::task::swap_cancel_depth(0),
             notify_depth: crate::future::notify::swap_depth(0),
@@ -410,6 +509,7 @@ impl SavedLocals {
     }
 
     fn restore(self) {
+        worker::swap_entered(self.entered);
         crate::task::cancel::swap_current(self.cancel_current);
         crate::task::swap_cancel_depth(self.cancel_depth);
         crate::future::notify::swap_depth(self.notify_depth);

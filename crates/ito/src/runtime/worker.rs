@@ -97,16 +97,25 @@ pub(crate) struct WorkerCtx {
     compensator: bool,
     /// Counted out of the active threads by a wait in progress (`enter_blocking`).
     pub(super) blocked: Cell<bool>,
+    /// Join jobs of other threads this thread is running (`join::run_stolen`).
+    stolen_jobs: Cell<u32>,
     /// Lowest stack address a waiter may run a task inline above, on the stack in use now.
     stack_limit: Cell<usize>,
-    /// The same, on the thread's own stack.
-    thread_stack_limit: usize,
     /// The loops this thread runs tasks on.
     loops: Loops,
     /// The joins in progress on this thread.
     join: JoinStack,
     /// This thread, for whoever sets the latch of a join job it sleeps on.
     thread: crate::loom::thread::Thread,
+}
+
+/// See [`WorkerCtx::enter_stolen_job`].
+pub(crate) struct StolenJob<'a>(&'a WorkerCtx);
+
+impl Drop for StolenJob<'_> {
+    fn drop(&mut self) {
+        self.0.stolen_jobs.set(self.0.stolen_jobs.get() - 1);
+    }
 }
 
 /// Work found by a search: a task, or another worker's join job.
@@ -146,6 +155,12 @@ pub(super) fn current_shared() -> Option<&'static Shared> {
         Some(s) => Some(s),
         None => current_ctx().map(|c| c.shared),
     }
+}
+
+/// Replaces the runtime this thread has entered (a worker loop suspending or resuming: the
+/// `Runtime::block_on` that entered it belongs to the loop's stack). Returns the previous one.
+pub(super) fn swap_entered(shared: Option<&'static Shared>) -> Option<&'static Shared> {
+    ENTERED.with(|e| e.replace(shared))
 }
 
 /// Makes `shared` the current runtime of this (non-worker) thread until the guard drops.
@@ -240,8 +255,8 @@ pub(super) fn main(
         ),
         compensator,
         blocked: Cell::new(false),
+        stolen_jobs: Cell::new(0),
         stack_limit: Cell::new(thread_stack_limit),
-        thread_stack_limit,
         loops: Loops::new(shared.task_stacks, name),
         join: JoinStack::new(),
         thread: crate::loom::thread::current(),
@@ -297,7 +312,8 @@ impl WorkerCtx {
 
     pub(super) fn run_loop(&self) -> Exit {
         loop {
-            if self.slot.resumes.is_pending() && self.resume_queued() {
+            if (self.slot.resumes.is_pending() || self.loops.is_borrowed()) && self.resume_queued()
+            {
                 return Exit::Shutdown;
             }
             if self.shared.is_shutdown() {
@@ -361,7 +377,7 @@ impl WorkerCtx {
                 self.stop_searching();
                 self.note_join_steal();
                 // SAFETY: we took it from a shelf.
-                unsafe { crate::runtime::join::run_stolen(j) };
+                unsafe { crate::runtime::join::run_stolen(self, j) };
             }
         }
     }
@@ -532,20 +548,28 @@ impl WorkerCtx {
         stack_pointer() > self.stack_limit.get()
     }
 
-    /// A loop on another stack runs now: inline runs stop at `limit` on it.
-    pub(super) fn set_stack_limit(&self, limit: usize) {
-        self.stack_limit.set(limit);
-    }
-
-    /// Back on the thread's own stack.
-    pub(super) fn reset_stack_limit(&self) {
-        self.stack_limit.set(self.thread_stack_limit);
+    /// A loop on another stack runs now: inline runs stop at `limit` on it. Returns the limit
+    /// of the stack that ran before.
+    pub(super) fn set_stack_limit(&self, limit: usize) -> usize {
+        self.stack_limit.replace(limit)
     }
 
     /// This thread's loops.
     #[inline]
     pub(crate) fn loops(&self) -> &Loops {
         &self.loops
+    }
+
+    /// Counts a join job of another thread running here until the guard drops.
+    pub(crate) fn enter_stolen_job(&self) -> StolenJob<'_> {
+        self.stolen_jobs.set(self.stolen_jobs.get() + 1);
+        StolenJob(self)
+    }
+
+    /// Whether this thread runs another thread's join job (then nothing on it may suspend or
+    /// resume a loop: see `join::run_stolen`).
+    pub(super) fn runs_stolen_job(&self) -> bool {
+        self.stolen_jobs.get() != 0
     }
 
     /// Helps a waiter whose awaited task is `task`: if it is on top of this worker's deque,
@@ -606,8 +630,12 @@ impl WorkerCtx {
 
     /// Whether this is a compensation thread the runtime no longer needs (it retires).
     fn should_retire(&self) -> bool {
-        // Its suspended loops can only resume on it.
-        self.compensator && self.shared.sleep.over_target() && self.loops.suspended() == 0
+        // Its suspended loops can only resume on it; a borrowed loop's thread has a waiter
+        // below it.
+        self.compensator
+            && self.shared.sleep.over_target()
+            && self.loops.suspended() == 0
+            && !self.loops.is_borrowed()
     }
 
     /// Moves the task in the LIFO slot to the deque, where others can steal it (this thread
@@ -650,7 +678,7 @@ impl WorkerCtx {
     }
 
     /// Cancels whatever is left in this worker's queues (shutdown).
-    fn drain(&self) {
+    pub(super) fn drain(&self) {
         if let Some(t) = self.lifo.take() {
             t.cancel();
         }

@@ -49,7 +49,7 @@ fn loom_join_reclaim_races_steal() {
             Reclaim::Stolen { thief, depth } => {
                 assert_eq!(thief, Arc::as_ptr(&thief_shelf));
                 assert_eq!(depth, 0);
-                job.latch().sleep(|| ());
+                job.latch().sleep(|| (), thread::park);
                 // SAFETY: the latch is set.
                 unsafe { job.take_result() }.unwrap()
             }
@@ -77,7 +77,7 @@ fn loom_join_stolen_panic_is_returned() {
             unsafe { JobHeader::execute(j.0) };
         });
         // The owner's first closure "runs" here; it does not reclaim, so the thief gets it.
-        job.latch().sleep(|| ());
+        job.latch().sleep(|| (), thread::park);
         // SAFETY: the latch is set.
         let r = unsafe { job.take_result() };
         thief.join().unwrap();
@@ -117,7 +117,7 @@ fn loom_join_leapfrog_takes_only_descendants() {
                     (unsafe { desc.take_fn() })()
                 }
                 Reclaim::Stolen { .. } => {
-                    desc.latch().sleep(|| ());
+                    desc.latch().sleep(|| (), thread::park);
                     // SAFETY: the latch is set.
                     unsafe { desc.take_result() }.unwrap()
                 }

@@ -30,7 +30,7 @@ use std::ptr::{self, NonNull};
 use std::thread::Result as ThreadResult;
 
 use super::shelf::Shelf;
-use crate::loom::thread::{self, Thread};
+use crate::loom::thread::Thread;
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
 
 const PENDING: usize = 0;
@@ -52,10 +52,11 @@ impl JoinLatch {
         self.0.load(Ordering::Acquire) == DONE
     }
 
-    /// Owner: parks until the latch is set. If it really has to sleep (the latch is not set
+    /// Owner: parks with `park` until the latch is set (a worker's `park` runs the loops it
+    /// must resume meanwhile, `runtime/loops.rs`). If it really has to sleep (the latch is not set
     /// when it commits to sleeping), `before` runs first and its result (a guard) is held
     /// while it sleeps.
-    pub(crate) fn sleep<G>(&self, before: impl FnOnce() -> G) {
+    pub(crate) fn sleep<G>(&self, before: impl FnOnce() -> G, park: impl Fn()) {
         // Committing to sleep (`PENDING -> SLEEPING`) obliges the runner to unpark us.
         if self
             .0
@@ -64,7 +65,7 @@ impl JoinLatch {
         {
             let _guard = before();
             while !self.is_set() {
-                thread::park();
+                park();
             }
         }
     }

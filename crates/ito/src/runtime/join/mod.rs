@@ -247,7 +247,7 @@ fn wait_stolen(ctx: &WorkerCtx, latch: &JoinLatch, thief: *const Shelf, thief_de
             if let Some(j) = thief.steal_descendant(latch, thief_depth, me, mine) {
                 ctx.note_join_steal();
                 // SAFETY: taken from a shelf, so ours to run once; its owner waits for it.
-                unsafe { JobHeader::execute(j.0) };
+                unsafe { run_stolen(ctx, j) };
                 backoff.reset();
                 continue;
             }
@@ -256,7 +256,10 @@ fn wait_stolen(ctx: &WorkerCtx, latch: &JoinLatch, thief: *const Shelf, thief_de
             backoff.snooze();
             continue;
         }
-        latch.sleep(|| ctx.enter_blocking(Why::JoinLatch));
+        latch.sleep(
+            || ctx.enter_blocking(Why::JoinLatch),
+            || crate::runtime::loops::park_thread(None),
+        );
         return;
     }
 }
@@ -292,7 +295,12 @@ pub(crate) fn expose(ctx: &WorkerCtx, max: usize) {
 /// # Safety
 ///
 /// `job` was taken from a shelf by this thread.
-pub(crate) unsafe fn run_stolen(job: shelf::JobRef) {
+///
+/// While it runs, nothing on this thread suspends or resumes a loop: a join owner waiting for
+/// the job takes from this thread's shelf only jobs that descend from it (`wait_stolen`), which
+/// holds only while this thread runs nothing else until the job is done.
+pub(crate) unsafe fn run_stolen(ctx: &WorkerCtx, job: shelf::JobRef) {
+    let _running = ctx.enter_stolen_job();
     // SAFETY: the caller's contract; the job's owner waits for its latch.
     unsafe { JobHeader::execute(job.0) }
 }

@@ -153,7 +153,7 @@ impl Blocker {
     /// Blocks until unblocked. May return spuriously.
     pub(crate) fn park(&self) {
         match &self.unblocker {
-            Unblocker::Thread(_) => thread::park(),
+            Unblocker::Thread(_) => crate::runtime::loops::park_thread(None),
             Unblocker::Loop(token) => {
                 let ctx = self.ctx.expect("a loop blocker has its worker");
                 ctx.loops().suspend(ctx, token);
@@ -168,11 +168,7 @@ impl Blocker {
             return;
         }
         match &self.unblocker {
-            #[cfg(not(loom))]
-            Unblocker::Thread(_) => std::thread::park_timeout(deadline - now),
-            // A loom park with a timeout returns at once: the timeout may fire at any point.
-            #[cfg(loom)]
-            Unblocker::Thread(_) => loom::thread::yield_now(),
+            Unblocker::Thread(_) => crate::runtime::loops::park_thread(Some(deadline)),
             Unblocker::Loop(token) => {
                 let ctx = self.ctx.expect("a loop blocker has its worker");
                 let t = token.clone();

@@ -450,3 +450,53 @@ fn loom_park_two_unblocks_queue_a_loop_once() {
         }
     });
 }
+
+/// One loop waits twice (`LoopPark` reused, as a `LoopToken` is across waits), while the
+/// worker spins before it sleeps. The first wait's event may come late, during the second
+/// wait (a timer of `park_until` that fired as the wait ended): it may make the second wait
+/// return spuriously, but the loop is queued only while it is parked, once per suspension,
+/// and no unblock is lost.
+#[test]
+fn loom_park_a_stale_unblock_queues_a_loop_only_while_it_is_parked() {
+    use loom::sync::atomic::AtomicBool;
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(1, 1, Duration::from_micros(50)));
+        let queue = Queue::default();
+        let resumes = Arc::new(Resumes::default());
+        let park = Arc::new(LoopPark::new());
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        let events: Vec<Arc<AtomicBool>> =
+            (0..2).map(|_| Arc::new(AtomicBool::new(false))).collect();
+        let unblockers: Vec<_> = events
+            .iter()
+            .map(|e| {
+                let (s, r, p, e) = (sleep.clone(), resumes.clone(), park.clone(), e.clone());
+                thread::spawn(move || {
+                    e.store(true, Ordering::SeqCst);
+                    if p.unblock() {
+                        r.push(0);
+                        s.wake_slot(0);
+                    }
+                })
+            })
+            .collect();
+        let home = Home {
+            queue: &queue,
+            resumes: &resumes,
+        };
+        for e in &events {
+            while !e.load(Ordering::SeqCst) {
+                if park.try_park() {
+                    assert_eq!(find_work(&sleep, &home, &idler), 1 << 8);
+                    park.resumed();
+                }
+                assert!(!resumes.is_pending(), "a running loop is queued");
+            }
+        }
+        for u in unblockers {
+            u.join().unwrap();
+        }
+        assert!(!resumes.is_pending(), "a loop queued while it ran");
+        assert_settled(&sleep);
+    });
+}

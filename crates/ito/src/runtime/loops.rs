@@ -29,18 +29,19 @@ use std::time::{Duration, Instant};
 
 use super::Shared;
 use super::metrics::bump;
-use super::park::LoopPark;
+use super::park::{LoopPark, Sleep};
 use super::worker::{self, Exit, WorkerCtx};
 use crate::coro::{self, Coro, Resumed, StackPool};
 use crate::loom::thread::Thread;
 use crate::loom::{AtomicBool, Mutex, Ordering};
-use crate::trace::Kind;
 
 /// Spare loops a thread keeps; more are ended as they become spare.
 const MAX_SPARE: usize = 8;
 /// How long the trampoline sleeps between two looks at its resume queue when it has no loop
 /// to run (shutdown with loops still suspended, or no stack to be had).
 const RESUME_POLL: Duration = Duration::from_millis(1);
+/// The longest it sleeps between two looks.
+const RESUME_POLL_MAX: Duration = Duration::from_millis(100);
 /// The most stack kept free below a task that a waiter runs inline (a quarter of the stack
 /// when that is less).
 pub(super) const STACK_RESERVE: usize = 256 * 1024;
@@ -103,15 +104,27 @@ impl LoopToken {
     /// that is awake looks at its queue between two tasks, and before it sleeps
     /// (`WorkerCtx::has_queued_work`).
     pub(crate) fn unblock(&self) {
-        if self.park.unblock() {
-            let slot = self
-                .shared
-                .threads
-                .slot(self.index)
-                .expect("a loop's slot exists");
-            slot.resumes.push(self.id);
-            self.shared.sleep.wake_slot(self.index);
-        }
+        let slot = self
+            .shared
+            .threads
+            .slot(self.index)
+            .expect("a loop's slot exists");
+        unblock(
+            &self.park,
+            &slot.resumes,
+            &self.shared.sleep,
+            self.index,
+            self.id,
+        );
+    }
+}
+
+/// [`LoopToken::unblock`] on its parts (the loom models run this): records the unblock, and
+/// if the loop is suspended, queues it on slot `index` and wakes that slot's thread.
+pub(crate) fn unblock(park: &LoopPark, resumes: &Resumes, sleep: &Sleep, index: usize, id: u32) {
+    if park.unblock() {
+        resumes.push(id);
+        sleep.wake_slot(index);
     }
 }
 
@@ -224,16 +237,14 @@ impl Loops {
             return;
         }
         bump(&ctx.slot().metrics.suspends);
-        if let Some(r) = ctx.shared.trace {
-            r.record(Kind::Suspend);
-        }
+        let traced = ctx.shared.trace.map(|r| (r, r.suspend()));
         let saved = SavedLocals::take();
         self.command.set(Command::Blocked);
         coro::suspend();
         saved.restore();
         token.park.resumed();
-        if let Some(r) = ctx.shared.trace {
-            r.record(Kind::Resume);
+        if let Some((r, task)) = traced {
+            r.resume(task);
         }
     }
 
@@ -349,14 +360,18 @@ impl Loops {
         }
     }
 
-    /// Waits on the thread until a suspended loop is queued, and takes it.
+    /// Waits on the thread until a suspended loop is queued, and takes it. Looks at the queue
+    /// after [`RESUME_POLL`], then less and less often, up to [`RESUME_POLL_MAX`] apart (a
+    /// loop that never resumes after a `shutdown_timeout` gave up must not cost a core).
     fn wait_for_resume(&self, ctx: &WorkerCtx) -> u32 {
+        let mut poll = RESUME_POLL;
         loop {
             if let Some(id) = ctx.slot().resumes.pop() {
                 self.suspended.set(self.suspended.get() - 1);
                 return id;
             }
-            ctx.idler().park(Some(RESUME_POLL));
+            ctx.idler().park(Some(poll));
+            poll = (poll * 2).min(RESUME_POLL_MAX);
         }
     }
 }

@@ -12,7 +12,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
-use crate::runtime::loops::Resumes;
+use crate::runtime::loops::{Resumes, unblock};
 use crate::runtime::park::{Idler, LoopPark, Seeker, Sleep};
 
 /// Queues of one counter: a push sets bits, a steal takes them all (or, `one_at_a_time`, the
@@ -401,10 +401,7 @@ fn loom_park_an_unblocked_loop_is_resumed_at_home_once() {
         let idler = Idler::new(0, false, sleep.new_parker(0));
         let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
         let unblocker = thread::spawn(move || {
-            if p.unblock() {
-                r.push(0);
-                s.wake_slot(0);
-            }
+            unblock(&p, &r, &s, 0, 0);
         });
         if park.try_park() {
             // Suspended: the worker runs its loop until the loop is queued.
@@ -473,10 +470,7 @@ fn loom_park_a_stale_unblock_queues_a_loop_only_while_it_is_parked() {
                 let (s, r, p, e) = (sleep.clone(), resumes.clone(), park.clone(), e.clone());
                 thread::spawn(move || {
                     e.store(true, Ordering::SeqCst);
-                    if p.unblock() {
-                        r.push(0);
-                        s.wake_slot(0);
-                    }
+                    unblock(&p, &r, &s, 0, 0);
                 })
             })
             .collect();

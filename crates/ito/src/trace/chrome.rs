@@ -124,8 +124,25 @@ pub(crate) fn write(out: &mut impl Write, tracks: &[(String, Vec<Event>)]) -> io
                 &format!(r#"{{"slot":{slot}}}"#),
             )?,
             Kind::CompensationRetire => w.instant(tid, t, "compensation retire", "{}")?,
-            Kind::Suspend => w.instant(tid, t, "task suspended", "{}")?,
-            Kind::Resume => w.instant(tid, t, "task resumed", "{}")?,
+            Kind::Suspend => {
+                if let Some(o) = open[i].pop() {
+                    w.complete(tid, &o, t)?;
+                }
+                w.instant(tid, t, "task suspended", "{}")?;
+            }
+            Kind::Resume { task } => {
+                w.instant(
+                    tid,
+                    t,
+                    "task resumed",
+                    &format!(r#"{{"task":"{task:#x}"}}"#),
+                )?;
+                open[i].push(Open {
+                    name: "poll (resumed)",
+                    start: t,
+                    task: Some(task),
+                });
+            }
             Kind::JoinExpose { n } => {
                 w.instant(tid, t, "join expose", &format!(r#"{{"n":{n}}}"#))?;
             }

@@ -58,10 +58,12 @@ pub(crate) enum Kind {
     /// The park or block started by the latest unmatched `Park` ended.
     Unpark,
     /// The task running on this thread blocked in one of ito's waits and suspended with its
-    /// stack (one per `Metrics::suspends`); the thread goes on with other tasks.
+    /// stack (one per `Metrics::suspends`); the thread goes on with other tasks. Ends the run
+    /// started by the latest unmatched `PollStart`, `HelpStart` or `Resume`.
     Suspend,
-    /// A suspended task resumed on this thread.
-    Resume,
+    /// The suspended `task` resumed on this thread: its run goes on until the next `PollEnd`
+    /// (or `Suspend`).
+    Resume { task: u64 },
     /// A compensation thread was started or reactivated on slot `slot`.
     CompensationStart { slot: u64 },
     /// This compensation thread retired (it parks in the spare list).

@@ -28,6 +28,22 @@ impl Recorder {
         run();
     }
 
+    /// The running task suspends: its run ends here. Returns the task, for [`resume`].
+    ///
+    /// [`resume`]: Recorder::resume
+    #[inline(never)]
+    pub(crate) fn suspend(&'static self) -> u64 {
+        self.record_here(Kind::Suspend);
+        self.local().set_task(0)
+    }
+
+    /// `task`, suspended by [`suspend`](Recorder::suspend), runs again on this thread.
+    #[inline(never)]
+    pub(crate) fn resume(&'static self, task: u64) {
+        self.local().set_task(task);
+        self.record_here(Kind::Resume { task });
+    }
+
     /// A task was spawned, by the task this thread runs.
     #[inline(never)]
     pub(crate) fn spawn(&'static self, task: u64) {

@@ -53,6 +53,9 @@ pub(crate) struct Sleep {
     sleepers: Mutex<Vec<usize>>,
     /// Set while slot `i` is in `sleepers`; cleared by whoever takes it out.
     sleeping: Box<[AtomicBool]>,
+    /// Set by [`Sleep::wake_slot`] when it takes slot `i` out of `sleepers`: the thread was
+    /// woken for its own resume queue, not counted as searching. Cleared by that thread.
+    woken_for_resume: Box<[AtomicBool]>,
     /// Each slot's unparker, set when its first thread starts.
     unparkers: Box<[OnceLock<Unparker>]>,
     /// How long a worker out of work keeps looking before it sleeps.
@@ -72,6 +75,7 @@ impl Sleep {
             watcher: AtomicBool::new(false),
             sleepers: Mutex::new(Vec::new()),
             sleeping: (0..slots).map(|_| AtomicBool::new(false)).collect(),
+            woken_for_resume: (0..slots).map(|_| AtomicBool::new(false)).collect(),
             unparkers: (0..slots).map(|_| OnceLock::new()).collect(),
             idle_spin: Spin::idle(idle_spin),
         }
@@ -95,11 +99,12 @@ impl Sleep {
         }
     }
 
-    /// Wakes slot `i`'s thread if it sleeps for lack of work, counting it as searching as
-    /// [`notify`](Self::notify) does; an awake thread is left alone. The caller has just
-    /// queued work that only that thread may run (a loop to resume): the fence pairs with the
-    /// one a thread falling asleep makes after registering, so either it sees the work or we
-    /// see it in the list.
+    /// Wakes slot `i`'s thread if it sleeps for lack of work; an awake thread is left alone.
+    /// The caller has just queued work that only that thread may run (a loop to resume): the
+    /// fence pairs with the one a thread falling asleep makes after registering, so either it
+    /// sees the work or we see it in the list. Unlike [`notify`](Self::notify)'s wake-up, the
+    /// thread is not counted as searching: it has its work, and a searcher that finds work
+    /// wakes the next sleeper to search on, which here would wake a thread for nothing.
     pub(crate) fn wake_slot(&self, i: usize) {
         fence(Ordering::SeqCst);
         if !self.sleeping[i].load(Ordering::SeqCst) {
@@ -111,7 +116,7 @@ impl Sleep {
         };
         list.swap_remove(pos);
         self.num_sleeping.fetch_sub(1, Ordering::SeqCst);
-        self.searching.fetch_add(1, Ordering::SeqCst);
+        self.woken_for_resume[i].store(true, Ordering::Relaxed);
         self.sleeping[i].store(false, Ordering::Release);
         drop(list);
         self.unpark(i);

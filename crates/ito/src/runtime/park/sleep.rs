@@ -211,8 +211,9 @@ impl Sleep {
             }
         }
         drop(watching);
-        // Woken by a notifier, which counted us as searching.
-        if !seeker.is_shutdown() {
+        // Woken by a notifier, which counted us as searching, or by `wake_slot`, which did not.
+        let for_resume = self.woken_for_resume[me.index].swap(false, Ordering::Relaxed);
+        if !for_resume && !seeker.is_shutdown() {
             me.searching.set(true);
         }
         None

@@ -2,8 +2,16 @@
 
 use super::*;
 
-/// The summary on stderr: every configuration's throughput, ito/tokio ratios, and the issue's
-/// criteria where a configuration matches one.
+/// The runs per second a run of sleeping tasks would reach if every round of at most
+/// `pool_size` tasks (all of them in `spawn`) took exactly the sleep: `None` without a sleep.
+/// Docs call `runs_per_s` over it the fraction of the ideal rate.
+fn ideal_runs_per_s(r: &PoolRecord) -> Option<f64> {
+    let rounds = r.tasks.div_ceil(r.pool_size.unwrap_or(r.tasks));
+    (r.sleep_ms > 0).then(|| 1000.0 / (rounds as f64 * r.sleep_ms as f64))
+}
+
+/// The summary on stderr: every configuration's throughput, its fraction of the ideal rate
+/// with a sleep, ito/tokio ratios, and the issues' criteria where a configuration matches one.
 pub(super) fn summarize(records: &[PoolRecord]) {
     eprintln!("pool: runs/s (ito/tokio) and peak RSS growth");
     let tokio_of = |r: &PoolRecord| {
@@ -15,6 +23,7 @@ pub(super) fn summarize(records: &[PoolRecord]) {
                 && t.pool_size == r.pool_size
                 && t.caller == r.caller
                 && t.countdown == r.countdown
+                && t.style == r.style
         })
     };
     for r in records {
@@ -23,9 +32,15 @@ pub(super) fn summarize(records: &[PoolRecord]) {
             .flatten()
             .and_then(|t| Some(r.runs_per_s? / t.runs_per_s?))
             .map_or(String::new(), |x| format!("  ito/tokio {x:.2}"));
+        let ideal = ideal_runs_per_s(r)
+            .zip(r.runs_per_s)
+            .map_or(String::new(), |(i, x)| {
+                format!("  {:.0}% of ideal", 100.0 * x / i)
+            });
         eprintln!(
-            "  {:5} {:12} {:4} tasks {:6} sleep {:2} ms pool {:>4}: {:>10} runs/s, rss +{:>6} KiB, {:>3} threads{ratio}{}",
+            "  {:5} {:5} {:12} {:4} tasks {:6} sleep {:2} ms pool {:>4}: {:>10} runs/s, rss +{:>6} KiB, {:>3} threads{ideal}{ratio}{}",
             r.imp,
+            r.style.name(),
             r.mode,
             r.caller.name(),
             r.tasks,
@@ -57,6 +72,24 @@ pub(super) fn summarize(records: &[PoolRecord]) {
             eprintln!(
                 "  criterion 2, 100 tasks, 1 ms, pool 50, caller {}: {x:.0} runs/s (target 400): {met}",
                 r.caller.name()
+            );
+        }
+        if r.tasks == 10_000 && r.sleep_ms == 1 && r.style == Style::Sync {
+            let fraction = ideal_runs_per_s(r)
+                .zip(r.runs_per_s)
+                .map_or(0.0, |(i, x)| x / i);
+            let threads = r.peak_threads.unwrap_or(usize::MAX);
+            let met = if fraction >= 0.9 && threads <= r.workers + 4 {
+                "met"
+            } else {
+                "NOT met"
+            };
+            eprintln!(
+                "  issue 19, 10,000 blocking tasks, 1 ms, {}, caller {}: {:.0}% of ideal (target 90), {threads} OS threads (target <= {}): {met}",
+                r.mode,
+                r.caller.name(),
+                100.0 * fraction,
+                r.workers + 4
             );
         }
         if r.tasks == 10_000 {

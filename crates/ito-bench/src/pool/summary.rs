@@ -10,6 +10,15 @@ fn ideal_runs_per_s(r: &PoolRecord) -> Option<f64> {
     (r.sleep_ms > 0).then(|| 1000.0 / (rounds as f64 * r.sleep_ms as f64))
 }
 
+/// What the timer lets a run reach, as a fraction of the ideal rate, `" (timer allows N%)"`:
+/// a round lasts at least the sleep plus the timer's overshoot (`sleep_overshoot_us`).
+fn timer_allows(r: &PoolRecord) -> String {
+    r.sleep_overshoot_us.map_or(String::new(), |o| {
+        let sleep_us = r.sleep_ms as f64 * 1000.0;
+        format!(" (timer allows {:.1}%)", 100.0 * sleep_us / (sleep_us + o))
+    })
+}
+
 /// The summary on stderr: every configuration's throughput, its fraction of the ideal rate
 /// with a sleep, ito/tokio ratios, and the issues' criteria where a configuration matches one.
 pub(super) fn summarize(records: &[PoolRecord]) {
@@ -35,7 +44,7 @@ pub(super) fn summarize(records: &[PoolRecord]) {
         let ideal = ideal_runs_per_s(r)
             .zip(r.runs_per_s)
             .map_or(String::new(), |(i, x)| {
-                format!("  {:.0}% of ideal", 100.0 * x / i)
+                format!("  {:.1}% of ideal{}", 100.0 * x / i, timer_allows(r))
             });
         eprintln!(
             "  {:5} {:5} {:12} {:4} tasks {:6} sleep {:2} ms pool {:>4}: {:>10} runs/s, rss +{:>6} KiB, {:>3} threads{ideal}{ratio}{}",
@@ -46,7 +55,11 @@ pub(super) fn summarize(records: &[PoolRecord]) {
             r.tasks,
             r.sleep_ms,
             r.pool_size.map_or("-".into(), |p| p.to_string()),
-            r.runs_per_s.map_or("-".into(), |x| format!("{x:.0}")),
+            r.runs_per_s.map_or("-".into(), |x| if x < 100.0 {
+                format!("{x:.2}")
+            } else {
+                format!("{x:.0}")
+            }),
             r.rss_growth_bytes
                 .map_or("-".into(), |b| (b / 1024).to_string()),
             r.peak_threads.map_or("-".into(), |t| t.to_string()),
@@ -85,10 +98,12 @@ pub(super) fn summarize(records: &[PoolRecord]) {
                 "NOT met"
             };
             eprintln!(
-                "  issue 19, 10,000 blocking tasks, 1 ms, {}, caller {}: {:.0}% of ideal (target 90), {threads} OS threads (target <= {}): {met}",
+                "  issue 19, 10,000 blocking tasks, 1 ms, {} {}, caller {}: {:.1}% of ideal (target 90){}, {threads} OS threads (target <= {}): {met}",
                 r.mode,
+                r.pool_size.map_or("-".into(), |p| p.to_string()),
                 r.caller.name(),
                 100.0 * fraction,
+                timer_allows(r),
                 r.workers + 4
             );
         }

@@ -4,20 +4,20 @@ use super::*;
 use ito::sync::{Latch, Pool, Semaphore};
 
 /// A run's count-down (see [`Countdown`]).
-enum Done {
+pub(super) enum Done {
     Latch(Latch),
     /// Permits added one per task; the caller takes all `.1` at once.
     Semaphore(Semaphore, usize),
 }
 
 impl Done {
-    fn new(kind: Countdown, n: usize) -> Arc<Done> {
+    pub(super) fn new(kind: Countdown, n: usize) -> Arc<Done> {
         Arc::new(match kind {
             Countdown::Latch => Done::Latch(Latch::new(n)),
             Countdown::Semaphore => Done::Semaphore(Semaphore::new(0), n),
         })
     }
-    fn signal(&self) {
+    pub(super) fn signal(&self) {
         match self {
             Done::Latch(l) => l.count_down(),
             Done::Semaphore(s, _) => s.add_permits(1),
@@ -27,6 +27,13 @@ impl Done {
         match self {
             Done::Latch(l) => l.wait().await,
             Done::Semaphore(s, n) => s.acquire_many(*n).await.expect("never closed").forget(),
+        }
+    }
+    /// [`wait`](Self::wait) as plain blocking code.
+    pub(super) fn wait_blocking(&self) {
+        match self {
+            Done::Latch(l) => l.wait_blocking().expect("the caller is never cancelled"),
+            Done::Semaphore(s, n) => s.acquire_many_blocking(*n).expect("never closed").forget(),
         }
     }
 }
@@ -49,7 +56,7 @@ pub(super) fn measure(config: Config) -> Outcome {
 
 /// How much longer than `d` an `ito::sleep(d)` lasts (the median of [`SLEEP_SAMPLES`]
 /// sleeps one after another, on a runtime of its own), in microseconds.
-fn sleep_overshoot_us(workers: usize, d: Duration) -> f64 {
+pub(super) fn sleep_overshoot_us(workers: usize, d: Duration) -> f64 {
     let rt = ito::Runtime::builder()
         .workers(workers)
         .build()

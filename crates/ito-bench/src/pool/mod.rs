@@ -24,6 +24,17 @@
 //!   `tokio::sync::Mutex` (tokio's channels have a single consumer). The workers live for the
 //!   whole measurement.
 //!
+//! `--style sync` writes the same experiment as plain blocking code, on ito only (the
+//! [`ito_sync`] module): the tasks are `spawn_fn` closures (`Pool::spawn_fn` in `pool`) that
+//! sleep with `ito::sleep(d).wait()`; the caller, also plain code, takes the bounded mode's
+//! permits with `Semaphore::acquire_blocking`, sends channel-pool's jobs (boxed closures) with
+//! `send_blocking`, which the workers take with `recv_blocking`, and waits for the count-down
+//! with `Latch::wait_blocking` or `Semaphore::acquire_many_blocking`. On a worker these calls
+//! suspend the code's stack instead of holding the thread (`docs/coroutines.md`), which the
+//! record's `peak_threads` shows. tokio has no such tasks: its synchronous code runs on
+//! blocking-pool threads, one OS thread per task (`ito-bench block --impl threads` is that
+//! peer), so `--style sync --impl tokio` is refused.
+//!
 //! A task is what the document's is, a signal (`async { $sem->up }`), with a sleep before it
 //! only when `--sleep-ms` asks for one. The count-down is `ito::sync::Latch` for ito and its
 //! tokio equivalent (an atomic count and a `tokio::sync::Notify` the last task signals);
@@ -61,7 +72,8 @@ use crate::measure::{self, CpuTime, Sampler, Watchdog, dedup};
         spawn (free spawning), pool (at most --pool-size running, the rest queued: \
         ito::sync::Pool; tokio: a permit taken inside each task), bounded (the caller takes a \
         semaphore permit before each spawn), channel-pool (--pool-size workers reading jobs \
-        from a bounded channel). Each configuration runs in its own child process when there \
+        from a bounded channel). --style sync writes the tasks and the caller as plain blocking \
+        code (spawn_fn, wait(), the _blocking calls; ito only). Each configuration runs in its own child process when there \
         are several, so its peak RSS is its own. One JSON line per configuration on stdout; \
         a summary with ito/tokio ratios and the issue's criteria on stderr. Exit status: 0 if \
         every run was complete, 1 if one failed or timed out, 2 for bad arguments."
@@ -102,6 +114,10 @@ pub(crate) struct PoolArgs {
     /// deque and the injector with a parked outside thread).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "task,main")]
     caller: Vec<Caller>,
+    /// How the tasks and the caller are written: `async` (futures) or `sync` (plain blocking
+    /// code in `spawn_fn` closures; ito only, and then the default `--impl` is `ito`).
+    #[arg(long, value_enum, default_value = "async")]
+    style: Style,
     /// Run exactly one configuration in this process (what the parent asks a child to do).
     #[arg(long, hide = true)]
     child: bool,
@@ -129,6 +145,32 @@ impl Mode {
             Mode::Bounded => "bounded",
             Mode::ChannelPool => "channel-pool",
         }
+    }
+}
+
+/// How the tasks and the caller are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Style {
+    /// Futures: `spawn`, `.await`.
+    #[default]
+    Async,
+    /// Plain blocking code: `spawn_fn` closures, `wait()` and the `_blocking` calls.
+    Sync,
+}
+
+impl Style {
+    fn name(self) -> &'static str {
+        match self {
+            Style::Async => "async",
+            Style::Sync => "sync",
+        }
+    }
+
+    /// Whether this is the default style, which records leave out (older records have no
+    /// `style` field and are all async).
+    fn is_async(&self) -> bool {
+        *self == Style::Async
     }
 }
 
@@ -214,6 +256,9 @@ struct PoolRecord {
     caller: Caller,
     /// `latch` or `semaphore`.
     countdown: Countdown,
+    /// `sync` for plain blocking code; absent for `async`.
+    #[serde(default, skip_serializing_if = "Style::is_async")]
+    style: Style,
     /// Wall-clock seconds of the timed runs.
     seconds: Option<f64>,
     /// CPU time of the process (every thread, the thread sampler's included) over the same
@@ -258,6 +303,7 @@ struct Config {
     workers: usize,
     caller: Caller,
     countdown: Countdown,
+    style: Style,
 }
 
 impl Config {
@@ -273,6 +319,7 @@ impl Config {
             workers: self.workers,
             caller: self.caller,
             countdown: self.countdown,
+            style: self.style,
             seconds: None,
             cpu: None,
             runs_per_s: None,
@@ -311,6 +358,8 @@ impl Config {
             self.caller.name(),
             "--countdown",
             self.countdown.name(),
+            "--style",
+            self.style.name(),
             "--timeout-s",
             &timeout_s.to_string(),
         ]
@@ -339,10 +388,23 @@ pub(crate) const DEFAULTS: Defaults<'static, PoolImpl> = Defaults {
 /// `ito-bench pool`.
 pub(crate) fn command(args: &PoolArgs) -> ExitCode {
     let c = &args.common;
-    let s = match c.resolve(DEFAULTS) {
+    let defaults = match args.style {
+        Style::Async => DEFAULTS,
+        Style::Sync => Defaults {
+            imps: &[PoolImpl::Ito],
+            ..DEFAULTS
+        },
+    };
+    let s = match c.resolve(defaults) {
         Ok(s) => s,
         Err(e) => return crate::usage_error(&e),
     };
+    if args.style == Style::Sync && s.imps.contains(&PoolImpl::Tokio) {
+        return crate::usage_error(
+            "--style sync runs ito only: tokio's synchronous code takes an OS thread per task \
+             (ito-bench block --impl threads is that peer)",
+        );
+    }
     let (workers, repeat, timeout) = (s.workers, s.repeat, s.timeout);
     if args.runs == 0 {
         return crate::usage_error("--runs must be at least 1");
@@ -375,6 +437,7 @@ pub(crate) fn command(args: &PoolArgs) -> ExitCode {
                                 workers,
                                 caller,
                                 countdown: args.countdown,
+                                style: args.style,
                             });
                         }
                     }
@@ -463,9 +526,11 @@ fn measure_in_process(config: Config, timeout: Duration) -> PoolRecord {
             std::process::exit(1);
         })
     };
-    let outcome = match config.imp {
-        PoolImpl::Ito => ito_impl::measure(config),
-        PoolImpl::Tokio => tokio_impl::measure(config),
+    let outcome = match (config.imp, config.style) {
+        (PoolImpl::Ito, Style::Async) => ito_impl::measure(config),
+        (PoolImpl::Ito, Style::Sync) => ito_sync::measure(config),
+        (PoolImpl::Tokio, Style::Async) => tokio_impl::measure(config),
+        (PoolImpl::Tokio, Style::Sync) => unreachable!("refused by the command"),
     };
     watchdog.finish();
     rec.seconds = Some(outcome.seconds);
@@ -509,38 +574,76 @@ struct Outcome {
     peak_threads: usize,
 }
 
-/// The timing frame shared by both impls: reset the peak RSS, note the base, warm up, time
-/// the runs with the thread sampler on, read the peak.
+/// The timing frame shared by every impl and style: reset the peak RSS and note the base
+/// ([`Frame::start`]), warm up, time the runs ([`Frame::clock`]) with the thread sampler on,
+/// read the peaks ([`Frame::finish`]).
+struct Frame {
+    base_rss: Option<u64>,
+    sampler: Sampler,
+}
+
+impl Frame {
+    fn start() -> Frame {
+        measure::reset_peak_rss();
+        Frame {
+            base_rss: measure::vm_rss_bytes(),
+            sampler: Sampler::start(None),
+        }
+    }
+
+    /// The start of the timed runs.
+    fn clock() -> (Instant, CpuTime) {
+        (Instant::now(), CpuTime::of_self())
+    }
+
+    fn finish(self, (start, cpu_before): (Instant, CpuTime)) -> Outcome {
+        let seconds = start.elapsed().as_secs_f64();
+        Outcome {
+            sleep_overshoot_us: None,
+            seconds,
+            cpu: CpuTime::of_self().since(cpu_before),
+            base_rss: self.base_rss,
+            peak_rss: measure::vm_hwm_bytes(),
+            peak_threads: self.sampler.finish(),
+        }
+    }
+}
+
+/// [`Frame`] around async runs.
 async fn timed<F, Fut>(config: Config, mut run: F) -> Outcome
 where
     F: FnMut() -> Fut,
     Fut: StdFuture<Output = ()>,
 {
-    measure::reset_peak_rss();
-    let base_rss = measure::vm_rss_bytes();
-    let sampler = Sampler::start(None);
+    let frame = Frame::start();
     for _ in 0..config.warmup() {
         run().await;
     }
-    let (start, cpu_before) = (Instant::now(), CpuTime::of_self());
+    let clock = Frame::clock();
     for _ in 0..config.runs {
         run().await;
     }
-    let seconds = start.elapsed().as_secs_f64();
-    Outcome {
-        sleep_overshoot_us: None,
-        seconds,
-        cpu: CpuTime::of_self().since(cpu_before),
-        base_rss,
-        peak_rss: measure::vm_hwm_bytes(),
-        peak_threads: sampler.finish(),
+    frame.finish(clock)
+}
+
+/// [`Frame`] around blocking runs.
+fn timed_blocking(config: Config, mut run: impl FnMut()) -> Outcome {
+    let frame = Frame::start();
+    for _ in 0..config.warmup() {
+        run();
     }
+    let clock = Frame::clock();
+    for _ in 0..config.runs {
+        run();
+    }
+    frame.finish(clock)
 }
 
 /// A job of `channel-pool`: the async counterpart of the document's closures.
 type Job = Pin<Box<dyn StdFuture<Output = ()> + Send>>;
 
 mod ito_impl;
+mod ito_sync;
 mod summary;
 mod tokio_impl;
 

@@ -48,7 +48,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
 use crate::Failure;
-use crate::future::Future;
+use crate::future::Task;
 use crate::future::cell::{self, CellHeader, CellVTable, CompletionCell, HANDLE};
 use crate::loom::{AtomicUsize, UnsafeCell};
 use state::{AfterPoll, CancelRequest, Claim, State};
@@ -461,17 +461,18 @@ fn alloc_cell<B, T, O: Outcome<T>>(
     ptr
 }
 
-/// Allocates a task with `body`, one reference for the returned entry and one for the future.
+/// Allocates a task with `body`, one reference for the returned entry and one for the handle.
 fn alloc<B, T: 'static>(
     body: B,
     sched: &'static Scheduler,
     vtable: &'static TaskVTable,
-) -> (TaskRef, Future<T>) {
+) -> (TaskRef, Task<T>) {
     let inner = CompletionCell::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
     let ptr = alloc_cell::<B, T, CompletionCell<T>>(body, sched, vtable, inner);
-    // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
+    // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references;
+    // the handle is its only one.
     let fut = unsafe {
-        Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
+        Task::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
             (*ptr.as_ptr()).inner
         )))
     };
@@ -540,7 +541,7 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
 }
 
 /// A task running `f` on a worker. Returns the queue entry to schedule and the future.
-pub(crate) fn new_fn<F, T>(f: F, sched: &'static Scheduler) -> (TaskRef, Future<T>)
+pub(crate) fn new_fn<F, T>(f: F, sched: &'static Scheduler) -> (TaskRef, Task<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -622,7 +623,7 @@ where
 }
 
 /// A task polling `fut` on a worker. Returns the queue entry to schedule and the future.
-pub(crate) fn new_future<G>(fut: G, sched: &'static Scheduler) -> (TaskRef, Future<G::Output>)
+pub(crate) fn new_future<G>(fut: G, sched: &'static Scheduler) -> (TaskRef, Task<G::Output>)
 where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
@@ -665,7 +666,7 @@ pub(crate) fn new_future_idle<G>(
     fut: G,
     sched: &'static Scheduler,
     init: impl FnOnce(std::pin::Pin<&mut G>, &std::task::Waker),
-) -> Future<G::Output>
+) -> Task<G::Output>
 where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,

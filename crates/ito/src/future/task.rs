@@ -43,10 +43,9 @@ use crate::runtime::block_until::{Woken, block_until};
 /// ```
 pub struct Task<T> {
     ptr: NonNull<CompletionCell<T>>,
-    /// The `.await`ing waiter, while this handle is polled pending.
+    /// The `.await`ing waiter, while this handle is polled pending; its `spent` flag says
+    /// whether the handle returned its result (it has nothing left to give).
     reg: Registration,
-    /// Whether a poll returned the result: the handle has nothing left to give.
-    done: bool,
     _marker: PhantomData<CompletionCell<T>>,
 }
 
@@ -67,7 +66,6 @@ impl<T> Task<T> {
         Task {
             ptr,
             reg: Registration::new(),
-            done: false,
             _marker: PhantomData,
         }
     }
@@ -100,7 +98,7 @@ impl<T> Task<T> {
     #[inline]
     fn into_raw(self) -> NonNull<CompletionCell<T>> {
         assert!(
-            !self.done,
+            !self.reg.spent,
             "an ito::Task made shared after it returned its result"
         );
         // A `Task` taken by value is not pinned, so it is not registered: nothing to release.
@@ -140,7 +138,7 @@ impl<T> Task<T> {
     #[inline]
     pub fn wait(self) -> Result<T, Failure> {
         assert!(
-            !self.done,
+            !self.reg.spent,
             "an ito::Task waited on after it returned its result"
         );
         if !self.header().is_complete() && !self.block(None) {
@@ -165,7 +163,7 @@ impl<T> Task<T> {
     /// ```
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<T, Failure>> {
         assert!(
-            !self.done,
+            !self.reg.spent,
             "an ito::Task waited on after it returned its result"
         );
         if !self.header().is_complete() {
@@ -180,8 +178,8 @@ impl<T> Task<T> {
             self.is_finished(),
             "a wait returned before its task completed"
         );
-        self.done = true;
-        // SAFETY: complete; the only reader, and `done` keeps this from running twice.
+        self.reg.spent = true;
+        // SAFETY: complete; the only reader, and `spent` keeps this from running twice.
         Some(unsafe { self.inner().take() })
     }
 
@@ -255,7 +253,7 @@ impl<T> std::future::Future for Task<T> {
         // SAFETY: structural pinning of `reg`; nothing is moved out of `self`.
         let this = unsafe { self.get_unchecked_mut() };
         assert!(
-            !this.done,
+            !this.reg.spent,
             "an ito::Task polled after it returned its result"
         );
         // SAFETY: `reg` is pinned because `self` is.
@@ -265,9 +263,9 @@ impl<T> std::future::Future for Task<T> {
         match reg.poll_ready(header, cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(()) => {
-                this.done = true;
+                this.reg.spent = true;
                 // SAFETY: complete (seen with `Acquire` in `poll_ready`); the only reader, and
-                // `done` keeps this from running twice.
+                // `spent` keeps this from running twice.
                 Poll::Ready(unsafe { this.ptr.as_ref().take() })
             }
         }
@@ -277,7 +275,7 @@ impl<T> std::future::Future for Task<T> {
 impl<T> futures_core::FusedFuture for Task<T> {
     /// Whether the handle returned its result.
     fn is_terminated(&self) -> bool {
-        self.done
+        self.reg.spent
     }
 }
 
@@ -295,7 +293,7 @@ impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
             .field("finished", &self.is_finished())
-            .field("taken", &self.done)
+            .field("taken", &self.reg.spent)
             .finish()
     }
 }

@@ -429,7 +429,7 @@ impl<'scope> Scope<'scope, '_> {
     }
 
     /// Cancels every child, running or not; a child spawned from now on is not started (its
-    /// future fails with [`Failure::Cancelled`] at once). The cancelled children are not
+    /// [`Task`] fails with [`Failure::Cancelled`] at once). The cancelled children are not
     /// failures.
     ///
     /// ```
@@ -461,7 +461,7 @@ impl<'scope> Scope<'scope, '_> {
 }
 
 /// An async scope's handle can be cloned into its children, so that they spawn siblings. A
-/// child spawned through a clone after the scope has ended is not spawned: its future fails
+/// child spawned through a clone after the scope has ended is not spawned: its [`Task`] fails
 /// with [`Failure::Cancelled`] at once; a scope never gains children after it ended.
 ///
 /// ```

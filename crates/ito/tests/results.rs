@@ -396,3 +396,38 @@ fn handles_are_send_when_their_results_are() {
     );
     assert_eq!(won.wait().unwrap().get(), 5);
 }
+
+// ----- process bodies that return errors --------------------------------------------------
+
+/// `?` on an `io::Error` in a process body, and on a user error through `Box<dyn Error>`:
+/// the exit carries the error itself.
+#[test]
+fn process_bodies_return_errors_that_their_exits_carry() {
+    use ito::process::{self, Mailbox};
+
+    let io = process::spawn(|_: Mailbox<()>| async {
+        File::open("/no/such/file/for/ito")?;
+        Ok::<(), std::io::Error>(())
+    });
+    let exit = io.on_exit().wait().unwrap();
+    let e = exit
+        .downcast_ref::<std::io::Error>()
+        .expect("the io::Error itself");
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+
+    #[derive(Debug, PartialEq)]
+    struct Overheated(u32);
+    impl std::fmt::Display for Overheated {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "overheated at {} degrees", self.0)
+        }
+    }
+    impl std::error::Error for Overheated {}
+    let user = process::spawn(|_: Mailbox<()>| async {
+        Err(Overheated(90))?;
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    });
+    let exit = user.on_exit().wait().unwrap();
+    assert_eq!(exit.downcast_ref::<Overheated>(), Some(&Overheated(90)));
+    assert_eq!(exit.to_string(), "overheated at 90 degrees");
+}

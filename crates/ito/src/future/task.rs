@@ -8,9 +8,9 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::Future;
 use super::cell::{CellHeader, CompletionCell};
 use super::wait::Registration;
+use super::{Future, Promise};
 use crate::Failure;
 use crate::runtime::block_until::{Woken, block_until};
 
@@ -26,6 +26,14 @@ use crate::runtime::block_until::{Woken, block_until};
 ///
 /// Dropping a `Task` does not cancel the task (tokio's semantics): the task runs to its end
 /// and its result is dropped. [`abort`](Task::abort) cancels it.
+///
+/// [`race`](crate::race), [`first_ok`](crate::first_ok) and [`Promise::with_task`] hand
+/// back a `Task` too: the one reader of a race's or a promise's result.
+///
+/// A `Task` keeps its waiter inside itself, so once polled it must stay where it is: it is
+/// `!Unpin`. `.await` and `join_all` pin it for you; to poll it by reference (a `select!`
+/// loop), pin it first (`std::pin::pin!`). See the [design notes](crate::design::results)
+/// for why, and for the cancellation safety of every ito future.
 ///
 /// `Task<T>` is `Send` and `Sync` when `T` is `Send`: the value goes to one reader, so no
 /// thread ever reads it by reference while another does.
@@ -72,7 +80,7 @@ impl<T> Task<T> {
 
     /// A handle whose result is there already (a child a cancelled scope does not start).
     pub(crate) fn completed(result: Result<T, Failure>) -> Task<T> {
-        let (p, t) = super::Promise::with_task();
+        let (p, t) = Promise::with_task();
         p.try_complete(result);
         t
     }
@@ -109,13 +117,12 @@ impl<T> Task<T> {
     /// Whether the result is there. One atomic load.
     ///
     /// ```
-    /// let t = ito::spawn_fn(|| 1);
-    /// let _ = t.wait();
     /// let gate = ito::Promise::<()>::new();
     /// let g = gate.future();
-    /// let blocked = ito::spawn(async move { g.await });
-    /// assert!(!blocked.is_finished());
+    /// let t = ito::spawn(async move { g.await });
+    /// assert!(!t.is_finished());
     /// gate.success(()).unwrap();
+    /// assert_eq!(t.wait(), Ok(Ok(())));
     /// ```
     #[inline]
     pub fn is_finished(&self) -> bool {

@@ -41,7 +41,7 @@ unsafe fn notify_async(node: NonNull<CellWaiter>, _cell: NonNull<CellHeader>, _a
 /// [`Task`](crate::Task), which read the value their own way once it is ready.
 ///
 /// The node is written when it is registered, not when the registration is made: a handle
-/// that is never polled pending (most of them) pays one flag for it.
+/// that is never polled pending (most of them) pays only its flags.
 pub(crate) struct Registration {
     /// Initialised while `registered`, and from the first registration on (a node taken back
     /// from the list keeps its fields; the next registration overwrites them).

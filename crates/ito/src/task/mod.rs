@@ -1,5 +1,5 @@
 //! The raw task: one allocation (from the task slab, `slab.rs`) holding the task header,
-//! where its outcome goes (the completion cell of its [`Future`]), and the body (a closure or
+//! where its outcome goes (the completion cell its [`Task`] reads), and the body (a closure or
 //! an async future).
 //!
 //! ```text
@@ -7,7 +7,7 @@
 //! ┌──────────────────────────────┐
 //! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
 //! ├──────────────────────────────┤
-//! │ O = CompletionCell<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
+//! │ O = CompletionCell<T>: cell header,   │ ← Task<T> / Future<T> handles point here; the refcount lives in
 //! │     value; or Refs           │   the cell header (or is all there is: `Refs`)
 //! ├──────────────────────────────┤
 //! │ body: B (dropped when done)  │
@@ -118,7 +118,7 @@ struct TaskCell<B, O> {
 
 /// Where a task's outcome goes, and where its reference count lives.
 ///
-/// - `CompletionCell<T>`: the completion cell of the task's [`Future`] (a `Result<T, Failure>` slot
+/// - `CompletionCell<T>`: the completion cell of the task's [`Task`] (a `Result<T, Failure>` slot
 ///   and the waiters); the count is the cell header's.
 /// - [`Refs`]: nowhere. For a task nobody can await (a process reports its end through its
 ///   process block): the count alone, and the task saves the cell (40 bytes).
@@ -631,7 +631,7 @@ where
     alloc(fut, sched, &FutTask::<G, CompletionCell<G::Output>>::VTABLE)
 }
 
-/// A task polling `fut` on a worker that nobody can await (no [`Future`], no result kept: a
+/// A task polling `fut` on a worker that nobody can await (no [`Task`], no result kept: a
 /// process, which reports its end through its process block). Returns the queue entry to
 /// schedule, the task's only reference.
 pub(crate) fn new_detached<G>(fut: G, sched: &'static Scheduler) -> TaskRef

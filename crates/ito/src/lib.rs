@@ -43,16 +43,14 @@
 //! ```
 //!
 //! **`select!`.** Use `futures::select_biased!` (or `futures::select!`) on ito's handles: it
-//! wants `Unpin + FusedFuture` futures, and a [`Task`] is a `FusedFuture` that is pinned once
-//! (`std::pin::pin!`), because it keeps its waiter inside itself. Which ito futures may be
-//! dropped in a losing branch without losing anything is in the [design
-//! notes](design::results), a table per future.
+//! wants `Unpin + FusedFuture` futures, and a [`Task`] is both, so it takes them as they are
+//! (by `&mut`: the loser keeps its result for later). Which ito futures may be dropped in a
+//! losing branch without losing anything is in the [design notes](design::results), a table
+//! per future.
 //!
 //! ```
-//! let mut fast = std::pin::pin!(ito::spawn(async { "fast" }));
-//! let mut slow = std::pin::pin!(ito::spawn(async {
-//!     ito::Future::<()>::never().await.map(|()| "slow")
-//! }));
+//! let mut fast = ito::spawn(async { "fast" });
+//! let mut slow = ito::spawn(async { ito::Future::<()>::never().await.map(|()| "slow") });
 //! let winner = ito::block_on(async {
 //!     futures::select_biased! {
 //!         r = fast => r.unwrap(),

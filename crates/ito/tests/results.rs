@@ -7,7 +7,6 @@ mod support;
 use std::cell::Cell;
 use std::fs::File;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -247,12 +246,14 @@ fn a_dropped_handle_does_not_cancel_its_task() {
     let g = gate.future();
     let (tx, rx) = std::sync::mpsc::channel();
     {
-        let mut t = pin!(rt.spawn(async move {
+        let mut t = rt.spawn(async move {
             g.await.unwrap();
             tx.send("detached").unwrap();
-        }));
+        });
         let w = std::task::Waker::noop();
-        assert!(support::poll_once(t.as_mut(), w).is_pending());
+        assert!(support::poll_once(std::pin::Pin::new(&mut t), w).is_pending());
+        let moved = t; // a `Task` may move after a poll: its waiter is not inside it
+        drop(moved);
     }
     gate.success(()).unwrap();
     assert_eq!(rx.recv_timeout(LONG), Ok("detached"));
@@ -277,7 +278,7 @@ fn abort_cancels_and_reports_it() {
 #[test]
 fn a_handle_polled_after_completion() {
     quiet_expected_panics();
-    let mut t = pin!(ito::spawn(async { String::from("once") }));
+    let mut t = std::pin::pin!(ito::spawn(async { String::from("once") }));
     let w = std::task::Waker::noop();
     assert!(!t.is_terminated());
     let first = loop {
@@ -329,8 +330,9 @@ fn select_on_two_handles() {
     let rt = rt(2);
     let gate = Promise::<()>::new();
     let g = gate.future();
-    let mut slow = pin!(rt.spawn(async move { g.await.map(|()| "slow") }));
-    let mut fast = pin!(rt.spawn(async { "fast" }));
+    // `Unpin` and `FusedFuture`: `select!` takes the handles as they are, by `&mut`.
+    let mut slow = rt.spawn(async move { g.await.map(|()| "slow") });
+    let mut fast = rt.spawn(async { "fast" });
     let first = ito::block_on(async {
         futures::select! {
             r = slow => r.unwrap().unwrap(),
@@ -348,6 +350,27 @@ fn select_on_two_handles() {
         }
     });
     assert_eq!(second, "slow");
+}
+
+/// A handle polled pending, then waited for by value: its waiter is taken off the cell first.
+#[test]
+fn a_handle_polled_pending_can_still_be_waited_for() {
+    let gate = Promise::<()>::new();
+    let g = gate.future();
+    let mut t = ito::spawn(async move { g.await.map(|()| vec![7u8]) });
+    let w = std::task::Waker::noop();
+    assert!(support::poll_once(std::pin::Pin::new(&mut t), w).is_pending());
+    let opener = std::thread::spawn(move || gate.success(()).unwrap());
+    assert_eq!(t.wait(), Ok(Ok(vec![7u8])));
+    opener.join().unwrap();
+    // And turned into a shared future after a pending poll.
+    let gate = Promise::<()>::new();
+    let g = gate.future();
+    let mut t = ito::spawn(async move { g.await.map(|()| 8u8) });
+    assert!(support::poll_once(std::pin::Pin::new(&mut t), w).is_pending());
+    let f = t.shared();
+    gate.success(()).unwrap();
+    assert_eq!(get(&f), Ok(Ok(8)));
 }
 
 #[test]
@@ -368,6 +391,7 @@ fn futures_unordered_takes_handles() {
 
 fn assert_send<T: Send>() {}
 fn assert_sync<T: Sync>() {}
+fn assert_unpin<T: Unpin>() {}
 
 /// `Task<T>` needs only `T: Send` to cross threads (tokio's `JoinHandle` rule); a shared
 /// `Future<T>` keeps `T: Send + Sync` (read by reference from every clone).
@@ -375,6 +399,7 @@ fn assert_sync<T: Sync>() {}
 fn handles_are_send_when_their_results_are() {
     assert_send::<Task<Cell<u8>>>();
     assert_sync::<Task<Cell<u8>>>();
+    assert_unpin::<Task<std::marker::PhantomPinned>>();
     assert_send::<Task<File>>();
     assert_send::<Future<u8>>();
     assert_send::<TaskSet<Cell<u8>>>();

@@ -30,10 +30,10 @@ use crate::runtime::block_until::{Woken, block_until};
 /// [`race`](crate::race), [`first_ok`](crate::first_ok) and [`Promise::with_task`] hand
 /// back a `Task` too: the one reader of a race's or a promise's result.
 ///
-/// A `Task` keeps its waiter inside itself, so once polled it must stay where it is: it is
-/// `!Unpin`. `.await` and `join_all` pin it for you; to poll it by reference (a `select!`
-/// loop), pin it first (`std::pin::pin!`). See the [design notes](crate::design::results)
-/// for why, and for the cancellation safety of every ito future.
+/// A `Task` is two words and `Unpin`: `select!` takes it by `&mut` as it is. Its waiter
+/// node is allocated (from the task slab) by the first poll that finds the result pending,
+/// and freed when the result comes. See the [design notes](crate::design::results) for why,
+/// and for the cancellation safety of every ito future.
 ///
 /// `Task<T>` is `Send` and `Sync` when `T` is `Send`: the value goes to one reader, so no
 /// thread ever reads it by reference while another does.
@@ -51,17 +51,28 @@ use crate::runtime::block_until::{Woken, block_until};
 /// ```
 pub struct Task<T> {
     ptr: NonNull<CompletionCell<T>>,
-    /// The `.await`ing waiter, while this handle is polled pending; its `spent` flag says
-    /// whether the handle returned its result (it has nothing left to give).
-    reg: Registration,
+    /// [`NO_WAITER`], the `.await`ing waiter (a slab block holding a [`Registration`], which
+    /// stays where it is however the `Task` moves) while this handle is polled pending, or
+    /// [`SPENT`] once the handle returned its result (it has nothing left to give).
+    waiter: *mut Registration,
     _marker: PhantomData<CompletionCell<T>>,
 }
+
+/// [`Task::waiter`] when no poll found the result pending.
+const NO_WAITER: *mut Registration = std::ptr::null_mut();
+/// [`Task::waiter`] once the handle returned its result: address 1, never a block's (blocks
+/// are 8-aligned and not null).
+const SPENT: *mut Registration = std::ptr::without_provenance_mut(1);
 
 // SAFETY: the handle moves the value out once, on the thread that holds it (`T: Send`); no
 // thread reads the value by reference through a `Task`, so `T: Sync` is not needed.
 unsafe impl<T: Send> Send for Task<T> {}
 // SAFETY: a `&Task` reaches only the cell's state (`is_finished`, `abort`), never the value.
 unsafe impl<T: Send> Sync for Task<T> {}
+
+// Nothing in a `Task` is pinned: its waiter lives in its own block, and the value is moved out
+// of the cell, never polled in place.
+impl<T> Unpin for Task<T> {}
 
 impl<T> Task<T> {
     /// Wraps a pointer that carries one handle reference, on a cell that nobody else reads.
@@ -73,7 +84,7 @@ impl<T> Task<T> {
     pub(crate) unsafe fn from_raw(ptr: NonNull<CompletionCell<T>>) -> Self {
         Task {
             ptr,
-            reg: Registration::new(),
+            waiter: NO_WAITER,
             _marker: PhantomData,
         }
     }
@@ -102,14 +113,36 @@ impl<T> Task<T> {
         self.ptr.cast()
     }
 
+    /// Whether the handle returned its result.
+    #[inline]
+    fn is_spent(&self) -> bool {
+        self.waiter == SPENT
+    }
+
+    /// Frees the waiter node, if any, after taking it off the cell's list.
+    #[inline]
+    fn drop_waiter(&mut self) {
+        // One comparison: `NO_WAITER` (0) and `SPENT` (1) are the only addresses below 2.
+        if self.waiter as usize > SPENT as usize {
+            let w = self.waiter;
+            self.waiter = NO_WAITER;
+            // SAFETY: a live slab block holding a `Registration` (made by `poll`), ours alone.
+            unsafe {
+                (*w).release(&self.ptr.as_ref().header);
+                std::ptr::drop_in_place(w);
+                crate::task::slab::dealloc(NonNull::new_unchecked(w));
+            }
+        }
+    }
+
     /// Gives up the handle without running `Drop`: the caller takes over its reference.
     #[inline]
-    fn into_raw(self) -> NonNull<CompletionCell<T>> {
+    fn into_raw(mut self) -> NonNull<CompletionCell<T>> {
         assert!(
-            !self.reg.spent,
+            !self.is_spent(),
             "an ito::Task made shared after it returned its result"
         );
-        // A `Task` taken by value is not pinned, so it is not registered: nothing to release.
+        self.drop_waiter();
         let me = ManuallyDrop::new(self);
         me.ptr
     }
@@ -145,7 +178,7 @@ impl<T> Task<T> {
     #[inline]
     pub fn wait(self) -> Result<T, Failure> {
         assert!(
-            !self.reg.spent,
+            !self.is_spent(),
             "an ito::Task waited on after it returned its result"
         );
         if !self.header().is_complete() && !self.block(None) {
@@ -170,7 +203,7 @@ impl<T> Task<T> {
     /// ```
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Result<T, Failure>> {
         assert!(
-            !self.reg.spent,
+            !self.is_spent(),
             "an ito::Task waited on after it returned its result"
         );
         if !self.header().is_complete() {
@@ -185,8 +218,10 @@ impl<T> Task<T> {
             self.is_finished(),
             "a wait returned before its task completed"
         );
-        self.reg.spent = true;
-        // SAFETY: complete; the only reader, and `spent` keeps this from running twice.
+        // A poll may have left a waiter registered: take it off before the handle is spent.
+        self.drop_waiter();
+        self.waiter = SPENT;
+        // SAFETY: complete; the only reader, and `SPENT` keeps this from running twice.
         Some(unsafe { self.inner().take() })
     }
 
@@ -257,40 +292,66 @@ impl<T> std::future::Future for Task<T> {
     /// Polls for the result; panics if polled again after it returned the result (as an
     /// `async fn` does; [`FusedFuture`](futures_core::FusedFuture) says when).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: structural pinning of `reg`; nothing is moved out of `self`.
-        let this = unsafe { self.get_unchecked_mut() };
+        let this = self.get_mut();
         assert!(
-            !this.reg.spent,
+            !this.is_spent(),
             "an ito::Task polled after it returned its result"
         );
-        // SAFETY: `reg` is pinned because `self` is.
-        let reg = unsafe { Pin::new_unchecked(&mut this.reg) };
         // SAFETY: the handle keeps the cell alive.
         let header = unsafe { &this.ptr.as_ref().header };
-        match reg.poll_ready(header, cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(()) => {
-                this.reg.spent = true;
-                // SAFETY: complete (seen with `Acquire` in `poll_ready`); the only reader, and
-                // `spent` keeps this from running twice.
-                Poll::Ready(unsafe { this.ptr.as_ref().take() })
+        if this.waiter == NO_WAITER {
+            if !header.is_complete() {
+                return this.poll_pending(cx);
             }
+        } else {
+            // SAFETY: a live slab block holding our `Registration`, which never moves.
+            let reg = unsafe { Pin::new_unchecked(&mut *this.waiter) };
+            if reg.poll_ready(header, cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.drop_waiter();
         }
+        this.waiter = SPENT;
+        // SAFETY: complete (seen with `Acquire`); the only reader, and `SPENT` keeps this from
+        // running twice.
+        Poll::Ready(unsafe { this.ptr.as_ref().take() })
+    }
+}
+
+impl<T> Task<T> {
+    /// The first poll that finds the result pending: allocates the waiter and registers it.
+    #[cold]
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, Failure>> {
+        let block = crate::task::slab::alloc::<Registration>();
+        // SAFETY: a fresh block for a `Registration`, freed by `drop_waiter`.
+        unsafe { block.as_ptr().write(Registration::new()) };
+        self.waiter = block.as_ptr();
+        // SAFETY: as in `poll`: the block is ours and never moves.
+        let reg = unsafe { Pin::new_unchecked(&mut *self.waiter) };
+        // SAFETY: the handle keeps the cell alive.
+        let header = unsafe { &self.ptr.as_ref().header };
+        if reg.poll_ready(header, cx).is_pending() {
+            return Poll::Pending;
+        }
+        // Completed meanwhile.
+        self.drop_waiter();
+        self.waiter = SPENT;
+        // SAFETY: complete (seen with `Acquire`); the only reader, once.
+        Poll::Ready(unsafe { self.ptr.as_ref().take() })
     }
 }
 
 impl<T> futures_core::FusedFuture for Task<T> {
     /// Whether the handle returned its result.
     fn is_terminated(&self) -> bool {
-        self.reg.spent
+        self.is_spent()
     }
 }
 
 impl<T> Drop for Task<T> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: the handle keeps the cell alive until the `dec_handle` below.
-        self.reg.release(unsafe { &self.ptr.as_ref().header });
+        self.drop_waiter();
         // SAFETY: the handle owns one handle reference and gives it up.
         unsafe { CellHeader::dec_handle(self.ptr.cast()) };
     }
@@ -300,7 +361,7 @@ impl<T> fmt::Debug for Task<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Task")
             .field("finished", &self.is_finished())
-            .field("taken", &self.reg.spent)
+            .field("taken", &self.is_spent())
             .finish()
     }
 }

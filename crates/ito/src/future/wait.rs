@@ -49,9 +49,6 @@ pub(crate) struct Registration {
     /// Whether `node` is initialised.
     written: bool,
     registered: bool,
-    /// For the owner: whether it returned its result (a [`Task`](crate::Task)'s poll). Kept
-    /// here, in the padding after the flags above, so that a `Task` is no bigger for it.
-    pub(crate) spent: bool,
     _pin: PhantomPinned,
 }
 
@@ -62,7 +59,6 @@ impl Registration {
             node: MaybeUninit::uninit(),
             written: false,
             registered: false,
-            spent: false,
             _pin: PhantomPinned,
         }
     }

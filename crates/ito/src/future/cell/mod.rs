@@ -21,9 +21,10 @@
 //!   is set; readers do not care. It is held for a handful of instructions.
 //! - pointer: a Treiber stack of [`CellWaiter`] nodes, newest first, linked through `next`.
 //! - `TAKEN` (bit 3, a pointer bit, free once `COMPLETE`: the list is gone then): the cell's
-//!   unique reader (a [`Task`](crate::Task)) moved the successful value out. Only that reader
-//!   writes it, with a plain store (nobody else writes the word after `COMPLETE`), and only
-//!   `destroy` reads it, after the last reference is gone.
+//!   unique reader (a [`Task`](crate::Task)) moved the successful value out, and it has drop
+//!   glue (a value without is left behind as a copy whose drop does nothing, so nobody marks
+//!   it). Only that reader writes it, with a plain store (nobody else writes the word after
+//!   `COMPLETE`), and only `destroy` reads it, after the last reference is gone.
 //!
 //! # Who touches what
 //!

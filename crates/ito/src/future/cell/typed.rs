@@ -68,8 +68,12 @@ impl<T> CompletionCell<T> {
                 // SAFETY: the unique reader moves the success out once; `mark_taken` keeps
                 // `destroy` from dropping it again, and nobody else reads a success.
                 let v = unsafe { std::ptr::read(v) };
-                // SAFETY: complete, and we just moved the value out.
-                unsafe { self.header.mark_taken() };
+                // A `T` without drop glue left behind is dropped as a no-op: no mark needed
+                // (and no store on the `wait` of a number).
+                if std::mem::needs_drop::<T>() {
+                    // SAFETY: complete, and we just moved the value out.
+                    unsafe { self.header.mark_taken() };
+                }
                 v
             }
         }

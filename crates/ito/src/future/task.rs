@@ -120,18 +120,25 @@ impl<T> Task<T> {
     }
 
     /// Frees the waiter node, if any, after taking it off the cell's list.
-    #[inline]
+    #[inline(always)]
     fn drop_waiter(&mut self) {
         // One comparison: `NO_WAITER` (0) and `SPENT` (1) are the only addresses below 2.
         if self.waiter as usize > SPENT as usize {
-            let w = self.waiter;
-            self.waiter = NO_WAITER;
-            // SAFETY: a live slab block holding a `Registration` (made by `poll`), ours alone.
-            unsafe {
-                (*w).release(&self.ptr.as_ref().header);
-                std::ptr::drop_in_place(w);
-                crate::task::slab::dealloc(NonNull::new_unchecked(w));
-            }
+            self.free_waiter();
+        }
+    }
+
+    /// [`drop_waiter`](Self::drop_waiter)'s work, kept apart: only a handle that was polled
+    /// pending has a waiter, and `wait` should not carry this code inline.
+    #[inline(never)]
+    fn free_waiter(&mut self) {
+        let w = self.waiter;
+        self.waiter = NO_WAITER;
+        // SAFETY: a live slab block holding a `Registration` (made by `poll`), ours alone.
+        unsafe {
+            (*w).release(&self.ptr.as_ref().header);
+            std::ptr::drop_in_place(w);
+            crate::task::slab::dealloc(NonNull::new_unchecked(w));
         }
     }
 
@@ -175,7 +182,7 @@ impl<T> Task<T> {
     ///     ito::spawn_fn(|| std::fs::File::open("Cargo.toml")).wait();
     /// assert!(f.unwrap().is_ok());
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn wait(self) -> Result<T, Failure> {
         assert!(
             !self.is_spent(),
@@ -349,7 +356,7 @@ impl<T> futures_core::FusedFuture for Task<T> {
 }
 
 impl<T> Drop for Task<T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         self.drop_waiter();
         // SAFETY: the handle owns one handle reference and gives it up.

@@ -462,21 +462,29 @@ fn alloc_cell<B, T, O: Outcome<T>>(
 }
 
 /// Allocates a task with `body`, one reference for the returned entry and one for the handle.
+#[inline]
 fn alloc<B, T: 'static>(
     body: B,
     sched: &'static Scheduler,
     vtable: &'static TaskVTable,
 ) -> (TaskRef, Task<T>) {
+    let (task, cell) = alloc_raw::<B, T>(body, sched, vtable);
+    // SAFETY: the cell carries the handle reference and has no other handle.
+    (task, unsafe { Task::from_raw(cell) })
+}
+
+/// [`alloc`], returning the cell's pointer (which carries the handle reference): two words,
+/// returned in registers, however large a `Task` is.
+fn alloc_raw<B, T: 'static>(
+    body: B,
+    sched: &'static Scheduler,
+    vtable: &'static TaskVTable,
+) -> (TaskRef, NonNull<CompletionCell<T>>) {
     let inner = CompletionCell::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
     let ptr = alloc_cell::<B, T, CompletionCell<T>>(body, sched, vtable, inner);
-    // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references;
-    // the handle is its only one.
-    let fut = unsafe {
-        Task::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
-            (*ptr.as_ptr()).inner
-        )))
-    };
-    (TaskRef(ptr.cast()), fut)
+    // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
+    let cell = unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*ptr.as_ptr()).inner)) };
+    (TaskRef(ptr.cast()), cell)
 }
 
 /// Completes the task's outcome and marks the task complete. The body must already be dropped.
@@ -540,7 +548,8 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     }
 }
 
-/// A task running `f` on a worker. Returns the queue entry to schedule and the future.
+/// A task running `f` on a worker. Returns the queue entry to schedule and the handle.
+#[inline]
 pub(crate) fn new_fn<F, T>(f: F, sched: &'static Scheduler) -> (TaskRef, Task<T>)
 where
     F: FnOnce() -> T + Send + 'static,
@@ -622,7 +631,8 @@ where
     }
 }
 
-/// A task polling `fut` on a worker. Returns the queue entry to schedule and the future.
+/// A task polling `fut` on a worker. Returns the queue entry to schedule and the handle.
+#[inline]
 pub(crate) fn new_future<G>(fut: G, sched: &'static Scheduler) -> (TaskRef, Task<G::Output>)
 where
     G: StdFuture + Send + 'static,

@@ -344,7 +344,7 @@ fn ito_tasks(rt: &ito::Runtime, n: u64, d: Duration) -> (u64, Option<String>) {
             })
         })
         .collect();
-    let failed = tasks.into_iter().filter(|t| t.wait().is_err()).count();
+    let failed = tasks.into_iter().filter_map(|t| t.wait().err()).count();
     let error = (failed > 0).then(|| format!("{failed} tasks failed"));
     (done.load(Ordering::Relaxed), error)
 }

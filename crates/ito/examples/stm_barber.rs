@@ -118,7 +118,7 @@ pub(crate) fn run(chairs: usize, customers: u64) -> Report {
     }
 
     let seated: Vec<bool> = visits
-        .iter()
+        .into_iter()
         .map(|v| v.wait().expect("a customer failed"))
         .collect();
     room.push_atomic(None); // close the shop

@@ -110,7 +110,7 @@ pub(crate) fn run(n: usize, rounds: usize) -> Report {
         .collect();
 
     let results: Vec<(usize, usize)> = philosophers
-        .iter()
+        .into_iter()
         .map(|f| f.wait().expect("a philosopher failed"))
         .collect();
     let elapsed = began.elapsed();
@@ -167,7 +167,7 @@ pub(crate) fn run_race(n: usize, rounds: usize) -> RaceReport {
             rng ^= rng << 17;
             order.swap(i, (rng % (i as u64 + 1)) as usize);
         }
-        let mut tries: Vec<(usize, ito::Future<bool>)> = order
+        let mut tries: Vec<(usize, ito::Task<bool>)> = order
             .iter()
             .map(|&p| {
                 let forks = forks.clone();
@@ -179,7 +179,7 @@ pub(crate) fn run_race(n: usize, rounds: usize) -> RaceReport {
             .collect();
         tries.sort_by_key(|t| t.0);
         let won: Vec<bool> = tries
-            .iter()
+            .into_iter()
             .map(|t| t.1.wait().expect("a philosopher failed"))
             .collect();
         // Who took each fork (a fork both neighbours lost stays on the table).

@@ -255,7 +255,7 @@ pub(crate) fn run(rounds: usize) -> Report {
         }
     }
     atomically(|tx| closed.write(tx, true));
-    for h in &helpers {
+    for h in helpers {
         h.wait().expect("a helper failed");
     }
     r.elapsed = began.elapsed();

@@ -1,25 +1,65 @@
 //! # ito — lightweight concurrency on one work-stealing scheduler
 //!
 //! ito runs tasks on a pool of worker threads (one per core by default) that steal work from
-//! each other. Everything a task produces is a [`Future`]: a cheap, cloneable handle on one
-//! result, `Result<T, Failure>`. You can `.await` it, compose it, or simply
-//! [`wait`](Future::wait) for it, even from inside another task: waiting never pins a worker,
-//! and a wait for a task nobody has started runs that task inline. A wait on anything else (a
-//! promise, a channel, a timer) suspends the waiting code on its stack while the worker goes on
-//! with other tasks ([`design::coroutines`]), so acyclic graphs of blocking waits never
-//! deadlock and 100,000 blocked tasks cost stacks, not threads ([`design::scheduler`]).
+//! each other. A spawned task hands back a [`Task`]: the one reader of its result,
+//! `Result<T, Failure>`, which *moves* to it (no `Clone`). You can `.await` it (it is a
+//! `std::future::Future`), or simply [`wait`](Task::wait) for it, even from inside another
+//! task: waiting never pins a worker, and a wait for a task nobody has started runs that task
+//! inline. Turned into a [`Future`] ([`Task::shared`]), a result has many readers and Scala's
+//! combinators. A wait on anything else (a promise, a channel, a timer) suspends the waiting
+//! code on its stack while the worker goes on with other tasks ([`design::coroutines`]), so
+//! acyclic graphs of blocking waits never deadlock and 100,000 blocked tasks cost stacks, not
+//! threads ([`design::scheduler`]).
 //!
 //! ## A tour
 //!
 //! **Spawn work.** [`spawn_fn`] runs a closure as a task (Scala's `Future { ... }`);
 //! [`spawn`] runs an async block; [`spawn_blocking`] runs something that blocks for long
-//! on a separate pool ([`fs`] runs file I/O there for you).
+//! on a separate pool ([`fs`] runs file I/O there for you). Each returns a [`Task`].
 //!
 //! ```
 //! let answer = ito::spawn_fn(|| 6 * 7);
 //! let greeting = ito::spawn(async { "hello" });
 //! assert_eq!(answer.wait(), Ok(42));
 //! assert_eq!(greeting.wait(), Ok("hello"));
+//! ```
+//!
+//! **Results move.** A task's result goes to its [`Task`] as it is: no `Clone`, no `Arc`. A
+//! panic keeps its payload, to resume it. And a `Task` is a `std::future::Future`, so the
+//! ecosystem's combinators take it as it is.
+//!
+//! ```
+//! // a task's result moves to its awaiter: no Clone, no Arc
+//! let f: Result<std::io::Result<std::fs::File>, ito::Failure> =
+//!     ito::block_on(ito::spawn(async { std::fs::File::open("Cargo.toml") }));
+//! let v: Result<Vec<String>, ito::Failure> = ito::spawn_fn(|| vec![String::from("moved")]).wait();
+//! # assert!(f.unwrap().is_ok());
+//! # assert_eq!(v, Ok(vec![String::from("moved")]));
+//! // a panic's payload survives, and can be resumed
+//! let err = ito::spawn_fn(|| -> u8 { std::panic::panic_any(42u32) }).wait().unwrap_err();
+//! assert_eq!(err.into_panic().unwrap().downcast::<u32>().ok().map(|b| *b), Some(42));
+//! // ito's task handles are std futures: the ecosystem's combinators take them as they are
+//! let all = ito::block_on(futures::future::join_all((0..4).map(|i| ito::spawn(async move { i }))));
+//! # assert_eq!(all, [Ok(0), Ok(1), Ok(2), Ok(3)]);
+//! ```
+//!
+//! **`select!`.** Use `futures::select_biased!` (or `futures::select!`) on ito's handles: it
+//! wants `Unpin + FusedFuture` futures, and a [`Task`] is both, so it takes them as they are
+//! (by `&mut`: the loser keeps its result for later). Which ito futures may be dropped in a
+//! losing branch without losing anything is in the [design notes](design::results), a table
+//! per future.
+//!
+//! ```
+//! let mut fast = ito::spawn(async { "fast" });
+//! let mut slow = ito::spawn(async { ito::Future::<()>::never().await.map(|()| "slow") });
+//! let winner = ito::block_on(async {
+//!     futures::select_biased! {
+//!         r = fast => r.unwrap(),
+//!         r = slow => r.unwrap().unwrap(),
+//!     }
+//! });
+//! assert_eq!(winner, "fast");
+//! assert!(slow.abort()); // the loser runs on unless cancelled
 //! ```
 //!
 //! **Wait however you like.** The classic deadlock of thread-pool futures (every worker
@@ -33,7 +73,7 @@
 //! guard instead.
 //!
 //! ```
-//! fn fib(n: u64) -> ito::Future<u64> {
+//! fn fib(n: u64) -> ito::Task<u64> {
 //!     ito::spawn_fn(move || {
 //!         if n < 2 { return n; }
 //!         let (a, b) = (fib(n - 1), fib(n - 2));
@@ -44,11 +84,13 @@
 //! assert_eq!(rt.spawn_fn(|| fib(20).wait()).wait(), Ok(Ok(6765)));
 //! ```
 //!
-//! **Compose.** Combinators register a continuation in the future's cell; no thread waits.
+//! **Compose.** A [`Future`] is a result many readers share (Scala's semantics);
+//! [`Task::shared`] makes one of a task's handle. Combinators register a continuation in the
+//! future's cell; no thread waits.
 //!
 //! ```
-//! let a = ito::spawn_fn(|| 20);
-//! let b = ito::spawn_fn(|| 22);
+//! let a = ito::spawn_fn(|| 20).shared();
+//! let b = ito::spawn_fn(|| 22).shared();
 //! let sum = a.zip(&b).map(|(x, y)| x + y);
 //! assert_eq!(sum.wait(), Ok(42));
 //! let safe = ito::Future::<u32>::failed(ito::Failure::msg("down")).recover(|_| 0);
@@ -56,7 +98,8 @@
 //! ```
 //!
 //! **Promise.** A [`Promise`] is the writing end; the first completion wins, and dropping
-//! every promise handle breaks the future instead of leaving it hanging.
+//! every promise handle breaks the future instead of leaving it hanging. A promise made by
+//! [`Promise::with_task`] has one reader, a [`Task`], to which the value moves.
 //!
 //! ```
 //! let p = ito::Promise::new();
@@ -104,14 +147,15 @@
 //! **Structured concurrency.** [`scope_fn`] runs children that may borrow from the caller
 //! and does not return before all of them ended; the first failure cancels the rest. [`race`],
 //! [`first_ok`], [`TaskSet`] and [`CancellationToken`] cover the other shapes. Cancelling a
-//! task ([`Future::cancel`]) drops an async task at its next `.await`; a synchronous one sees
-//! it in ito's blocking calls, which return [`Failure::Cancelled`].
+//! task ([`Task::abort`]) drops an async task at its next `.await`; a synchronous one sees
+//! it in ito's blocking calls, which return [`Failure::Cancelled`]. Dropping a `Task` does
+//! not cancel its task.
 //!
 //! ```
 //! let words = ["tasks", "that", "borrow"];
 //! let lengths = ito::scope_fn(|s| {
 //!     let handles: Vec<_> = words.iter().map(|w| s.spawn_fn(move || w.len())).collect();
-//!     handles.iter().map(|h| h.wait().unwrap()).sum::<usize>()
+//!     handles.into_iter().map(|h| h.wait().unwrap()).sum::<usize>()
 //! });
 //! assert_eq!(lengths.unwrap(), 15);
 //!
@@ -173,8 +217,9 @@
 //! [fork-join](design::join), [the STM](design::stm), [cancellation and
 //! scopes](design::structured), [`sync` and `channel`](design::sync),
 //! [processes](design::process), [`ito-find`](design::find), [coroutine
-//! stacks](design::coroutines), [tracing](design::trace) and [files and
-//! signals](design::fs_and_signals). [`future`] lists every
+//! stacks](design::coroutines), [tracing](design::trace), [files and
+//! signals](design::fs_and_signals) and [results that move, `Task` and
+//! `select!`](design::results). [`future`] lists every
 //! combinator and the collection functions.
 //!
 //! ## Internals
@@ -186,7 +231,8 @@
 //! | a task: one allocation of header, completion cell and body; its state word | `task/mod.rs`, `task/state.rs` |
 //! | task memory (size classes, per-thread magazines) | `task/slab.rs` |
 //! | what a task needs from a scheduler | `task::Schedule`, implemented in `runtime/inject.rs` |
-//! | the completion cell behind every [`Future`]: one result, a lock-free waiter list | `future/cell.rs` (`CompletionCell`, `CellWaiter`) |
+//! | the completion cell behind every [`Task`] and [`Future`]: one result, a lock-free waiter list | `future/cell/` (`CompletionCell`, `CellWaiter`) |
+//! | the unique handle that moves a result out; the async waiter node | `future/task.rs` (`Task`), `future/wait.rs` (`Registration`) |
 //! | combinators, promises, collections | `future/` |
 //! | the runtime: builder, handle, queues, workers, threads, shutdown, metrics | `runtime/` (its module docs have a table) |
 //! | parking: searching, sleeping, waking, outside threads, the spin policy | `runtime/park/` (`README.md` there has the protocol) |
@@ -221,7 +267,7 @@
 //! 3. *poll*: `task/mod.rs` wins `SCHEDULED → RUNNING` (`task/state.rs`), runs the body
 //!    (`FnTask::poll`), and completes the outcome (`complete`), which is the cell's only
 //!    completer.
-//! 4. *cell*: `future/cell.rs` `CompletionCell::complete_claimed` publishes the result with one
+//! 4. *cell*: `future/cell/` `CompletionCell::complete_claimed` publishes the result with one
 //!    release CAS and takes the waiter list.
 //! 5. *waiter*: each waiter's notify function runs. These are the hooks: a waiter parked in
 //!    `runtime/block_until.rs` (`notify_thread` unblocks it: unparks its thread, or queues its
@@ -277,6 +323,8 @@ pub mod design {
     pub mod trace {}
     #[doc = include_str!("../../../docs/fs-and-signals.md")]
     pub mod fs_and_signals {}
+    #[doc = include_str!("../../../docs/results.md")]
+    pub mod results {}
 }
 
 /// The README's code blocks, compiled and run as doctests.
@@ -285,7 +333,7 @@ pub mod design {
 struct ReadmeDoctests;
 
 pub use failure::{Failure, PanicPayload};
-pub use future::{Future, Promise};
+pub use future::{Future, Promise, Task};
 pub use runtime::join::{block_in_place, join, join3};
 pub use runtime::{Builder, Metrics, Runtime, block_on};
 pub use scope::{
@@ -299,14 +347,14 @@ pub use task::task_size;
 
 use std::future::Future as StdFuture;
 
-/// Spawns an async task on the current runtime; its output completes the returned future.
+/// Spawns an async task on the current runtime; its output moves to the returned [`Task`].
 ///
 /// ```
 /// let f = ito::spawn(async { 1 + 1 });
 /// assert_eq!(ito::block_on(f), Ok(2));
 /// ```
 #[inline]
-pub fn spawn<F>(fut: F) -> Future<F::Output>
+pub fn spawn<F>(fut: F) -> Task<F::Output>
 where
     F: StdFuture + Send + 'static,
     F::Output: Send + 'static,
@@ -321,7 +369,7 @@ where
 /// assert_eq!(f.wait(), Ok("done"));
 /// ```
 #[inline]
-pub fn spawn_fn<F, T>(f: F) -> Future<T>
+pub fn spawn_fn<F, T>(f: F) -> Task<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -345,7 +393,7 @@ where
 ///     report.send((r, ito::is_cancelled())).unwrap();
 /// });
 /// is_started.recv().unwrap();
-/// assert!(task.cancel());
+/// assert!(task.abort());
 /// assert_eq!(reported.recv().unwrap(), (Err(ito::Failure::Cancelled), true));
 /// ```
 #[inline]
@@ -359,10 +407,10 @@ pub fn is_cancelled() -> bool {
 /// let f = ito::spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(1)));
 /// assert_eq!(f.wait(), Ok(()));
 /// ```
-pub fn spawn_blocking<F, T>(f: F) -> Future<T>
+pub fn spawn_blocking<F, T>(f: F) -> Task<T>
 where
     F: FnOnce() -> T + Send + 'static,
-    T: Send + Sync + 'static,
+    T: Send + 'static,
 {
     let shared = runtime::current();
     shared.blocking.spawn(shared, f)

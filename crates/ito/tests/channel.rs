@@ -117,8 +117,8 @@ fn mpmc_tasks_no_loss_no_duplication() {
             })
             .collect();
         drop((tx, rx));
-        senders.iter().for_each(get_ok);
-        let total: usize = receivers.iter().map(get_ok).sum();
+        senders.into_iter().for_each(get_ok);
+        let total: usize = receivers.into_iter().map(get_ok).sum();
         assert_eq!(total, SENDERS * PER_SENDER);
         assert_each_once(&seen);
     }
@@ -354,8 +354,8 @@ fn blocking_calls_in_tasks_on_one_worker() {
             tx.send_blocking(i).unwrap();
         }
     });
-    get_ok(&producer);
-    assert_eq!(get_ok(&consumer), 1275);
+    get_ok(producer);
+    assert_eq!(get_ok(consumer), 1275);
 }
 
 /// The iterators: `iter` blocks until closed, `try_iter` takes what is there, `for v in rx`.
@@ -413,6 +413,6 @@ fn ping_pong_in_order() {
         }
         expect
     });
-    get_ok(&producer);
-    assert_eq!(get_ok(&consumer), 10_000);
+    get_ok(producer);
+    assert_eq!(get_ok(consumer), 10_000);
 }

@@ -29,7 +29,7 @@ fn await_owned_and_borrowed() {
     let sum = ito::block_on(async {
         let a = ito::spawn_fn(|| 20);
         let b = ito::spawn(async { 22 });
-        a.await.unwrap() + (&b).await.unwrap()
+        a.await.unwrap() + b.await.unwrap()
     });
     assert_eq!(sum, 42);
 }
@@ -59,7 +59,7 @@ fn await_a_future_completed_later_from_another_thread() {
     let t = ito::spawn(async move { f.await.map(|x: i32| x * 2) });
     thread::sleep(Duration::from_millis(2));
     p.success(21).unwrap();
-    assert_eq!(get(&t), Ok(Ok(42)));
+    assert_eq!(get(t), Ok(Ok(42)));
 }
 
 #[test]

@@ -53,7 +53,7 @@ fn sequence_of_tasks_and_constants() {
     let fs: Vec<_> = (0..50u64)
         .map(|i| {
             if i % 2 == 0 {
-                ito::spawn_fn(move || i * i)
+                ito::spawn_fn(move || i * i).shared()
             } else {
                 Future::successful(i * i)
             }
@@ -121,7 +121,7 @@ fn sequence_waits_for_every_input() {
 
 #[test]
 fn traverse_maps_in_order() {
-    let f = traverse(1..=5, |x| ito::spawn_fn(move || x * 2));
+    let f = traverse(1..=5, |x| ito::spawn_fn(move || x * 2).shared());
     assert_eq!(get(&f), Ok(vec![2, 4, 6, 8, 10]));
 
     let calls = Arc::new(Mutex::new(Vec::new()));
@@ -183,6 +183,7 @@ fn bounded_high_water(n: usize, limit: usize) -> (Result<Vec<usize>, Failure>, u
             r.fetch_sub(1, Ordering::SeqCst);
             i * 3
         })
+        .shared()
     });
     let res = get(&f);
     (res, max.load(Ordering::SeqCst))
@@ -391,7 +392,10 @@ fn first_success_of_nothing_is_no_such_element() {
 
 #[test]
 fn first_success_of_skips_failures() {
-    let fs = vec![Future::failed(Failure::Timeout), ito::spawn_fn(|| 3)];
+    let fs = vec![
+        Future::failed(Failure::Timeout),
+        ito::spawn_fn(|| 3).shared(),
+    ];
     assert_eq!(get(&first_success_of(fs)), Ok(3));
 
     let (ps, fs) = promises::<u8>(3);
@@ -441,7 +445,7 @@ fn first_success_of_all_failed_gives_the_last_failure() {
 
 #[test]
 fn fold_in_input_order() {
-    let fs: Vec<_> = (1..=4).map(|i| ito::spawn_fn(move || i)).collect();
+    let fs: Vec<_> = (1..=4).map(|i| ito::spawn_fn(move || i).shared()).collect();
     assert_eq!(get(&fold(fs, 0, |acc, x| acc + x)), Ok(10));
 
     // A non-commutative op shows the order.

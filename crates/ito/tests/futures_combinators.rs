@@ -115,7 +115,7 @@ fn flat_map_success_failure_panic() {
     check(Ok(3), |f| f.flat_map(|x| Future::successful(x + 1)), Ok(4));
     check(
         Ok(3),
-        |f| f.flat_map(|x| ito::spawn_fn(move || x * 2)),
+        |f| f.flat_map(|x| ito::spawn_fn(move || x * 2).shared()),
         Ok(6),
     );
     check(
@@ -209,7 +209,7 @@ fn recover_with_success_failure_panic() {
     );
     check(
         Err(Failure::Timeout),
-        |f| f.recover_with(|_| ito::spawn_fn(|| 7)),
+        |f| f.recover_with(|_| ito::spawn_fn(|| 7).shared()),
         Ok(7),
     );
     check(

@@ -153,10 +153,10 @@ fn promises_do_not_leak_or_double_drop() {
     no_leaks("spawned tasks", |c| {
         let c2 = c.clone();
         let f = ito::spawn_fn(move || Tracked::new(&c2, 9));
-        assert_eq!(get(&f).unwrap().v, 9);
+        assert_eq!(get(f).unwrap().v, 9);
         let c3 = c.clone();
         let g = ito::spawn(async move { Tracked::new(&c3, 10) });
-        assert_eq!(ito::block_on(async { (&g).await }).unwrap().v, 10);
+        assert_eq!(ito::block_on(g).unwrap().v, 10);
     });
 }
 

@@ -121,9 +121,9 @@ fn failure_equality() {
 fn panics_in_tasks_become_panic_failures() {
     quiet_expected_panics();
     let f = ito::spawn_fn(|| -> u8 { panic!("expected: task") });
-    assert_eq!(get(&f), Err(Failure::Panic("expected: task".into())));
+    assert_eq!(get(f), Err(Failure::Panic("expected: task".into())));
     let g = ito::spawn_fn(|| -> u8 { panic!("expected: task {}", 2) });
-    match get(&g) {
+    match get(g) {
         Err(Failure::Panic(m)) => assert_eq!(&*m, "expected: task 2"),
         other => panic!("unexpected {other:?}"),
     }

@@ -55,7 +55,7 @@ fn transform_with_success_failure_panic() {
     );
     check(
         Ok(1),
-        |f| f.transform_with(|r| ito::spawn_fn(move || r.map(|x| x * 3).unwrap_or(0))),
+        |f| f.transform_with(|r| ito::spawn_fn(move || r.map(|x| x * 3).unwrap_or(0)).shared()),
         Ok(3),
     );
     check(
@@ -212,7 +212,7 @@ fn flatten_success_and_failure() {
         |f| f.flatten(),
         Err(Failure::msg("outer")),
     );
-    let nested = ito::spawn_fn(|| ito::spawn_fn(|| 9));
+    let nested = ito::spawn_fn(|| ito::spawn_fn(|| 9).shared()).shared();
     assert_eq!(get(&nested.flatten()), Ok(9));
     // The inner future completes after the outer one.
     let inner = Promise::new();

@@ -36,7 +36,7 @@ fn a_panic_payload_that_panics_on_drop_fails_the_task_once() {
     let rt = Runtime::builder().workers(1).build().unwrap();
     let drops = Arc::new(AtomicUsize::new(0));
     let c = Counted(drops.clone());
-    let f = rt.spawn_fn(move || -> u32 {
+    let mut f = rt.spawn_fn(move || -> u32 {
         let _c = c;
         std::panic::panic_any(PanicOnDrop)
     });
@@ -83,8 +83,7 @@ fn a_cancelled_task_with_a_panicking_capture_is_dropped_once() {
         let _keep = (&c, &p);
     });
     drop(rt); // cancels `x` while it is queued
-    assert_eq!(x.wait(), Err(Failure::Cancelled));
-    drop(x);
+    assert_eq!(x.wait(), Err(Failure::Cancelled)); // the handle goes with the wait
     assert_eq!(drops.load(SeqCst), 1);
 }
 
@@ -98,11 +97,11 @@ fn a_completed_await_does_not_wait_for_callbacks() {
     let (tx, rx) = mpsc::channel();
     f.on_complete(move |_| {
         std::thread::sleep(Duration::from_millis(100));
-        let b = rt.spawn_fn(|| 5);
+        let mut b = rt.spawn_fn(|| 5);
         tx.send(b.wait_timeout(Duration::from_secs(5))).unwrap();
     });
     let f2 = f.clone();
-    let a = rt.spawn(async move { ito::timeout(Duration::from_millis(30), f2).await });
+    let mut a = rt.spawn(async move { ito::timeout(Duration::from_millis(30), f2).await });
     std::thread::sleep(Duration::from_millis(10));
     std::thread::spawn(move || p.success(1).unwrap());
     assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(Some(Ok(5))));
@@ -215,7 +214,7 @@ fn idle_compensation_threads_exit_after_the_keep_alive() {
     // Blocking outside ito holds a thread (a wait in ito would suspend instead).
     let block = || ito::block_in_place(|| std::thread::sleep(Duration::from_millis(20)));
     let fs: Vec<_> = (0..8).map(|_| rt.spawn_fn(block)).collect();
-    for f in fs {
+    for mut f in fs {
         assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(())));
     }
     let peak = rt.metrics().peak_threads;
@@ -227,7 +226,7 @@ fn idle_compensation_threads_exit_after_the_keep_alive() {
     }
     // Slots are reused: another burst works and the runtime stays bounded.
     let fs: Vec<_> = (0..8).map(|_| rt.spawn_fn(block)).collect();
-    for f in fs {
+    for mut f in fs {
         assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(())));
     }
 }
@@ -237,7 +236,7 @@ fn idle_compensation_threads_exit_after_the_keep_alive() {
 fn a_task_woken_during_the_shutdown_drain_completes() {
     for _ in 0..3 {
         let rt = Runtime::builder().workers(1).build().unwrap();
-        let a = rt.spawn(async {
+        let mut a = rt.spawn(async {
             std::thread::sleep(Duration::from_millis(80)); // shutdown starts meanwhile
             let b = ito::spawn_fn(|| 1u32); // onto this worker's deque
             b.await // pending; the drain cancels `b`, which wakes us
@@ -269,7 +268,7 @@ fn an_unbounded_keep_alive_is_fine() {
     let fs: Vec<_> = (0..6)
         .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(10)).wait()))
         .collect();
-    for f in fs {
+    for mut f in fs {
         assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
     }
     std::thread::sleep(Duration::from_millis(100));
@@ -286,7 +285,7 @@ fn an_outside_push_runs_while_every_thread_is_blocked() {
         .unwrap();
     let p = Promise::<u32>::new();
     let f = p.future();
-    let a = rt.spawn_fn(move || f.wait());
+    let mut a = rt.spawn_fn(move || f.wait());
     std::thread::sleep(Duration::from_millis(30));
     let _b = rt.spawn_fn(move || p.success(7).unwrap());
     assert_eq!(a.wait_timeout(Duration::from_secs(5)), Some(Ok(Ok(7))));
@@ -304,7 +303,7 @@ fn outside_pushes_while_blocked_do_not_stampede() {
     ));
     let p = Promise::<u32>::new();
     let f = p.future();
-    let a = rt.spawn_fn(move || f.wait());
+    let mut a = rt.spawn_fn(move || f.wait());
     std::thread::sleep(Duration::from_millis(30));
     let gate = Arc::new(std::sync::Barrier::new(16));
     let hs: Vec<_> = (0..16)
@@ -339,7 +338,9 @@ fn cancelling_a_long_chain_after_shutdown_does_not_overflow() {
     for _ in 0..50_000 {
         let f = prev.clone();
         // A failure upstream (the broken head) becomes a panic here, i.e. a failure too.
-        let t = rt.spawn(async move { f.await.expect("upstream") + 1 });
+        let t = rt
+            .spawn(async move { f.await.expect("upstream") + 1 })
+            .shared();
         prev = t.clone();
         last = Some(t);
     }
@@ -414,8 +415,8 @@ fn a_cancellation_from_a_thread_local_destructor() {
     let p1 = Promise::<u32>::new();
     let p2 = Promise::<u32>::new();
     let (f1, f2) = (p1.future(), p2.future());
-    let a = rt.spawn(async move { f1.await });
-    let b = rt.spawn(async move { f2.await });
+    let mut a = rt.spawn(async move { f1.await });
+    let mut b = rt.spawn(async move { f2.await });
     std::thread::sleep(Duration::from_millis(50));
     drop(rt);
     std::thread::spawn(move || {
@@ -442,7 +443,7 @@ fn a_zero_keep_alive_works() {
         let fs: Vec<_> = (0..4)
             .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(10)).wait()))
             .collect();
-        for f in fs {
+        for mut f in fs {
             assert_eq!(f.wait_timeout(Duration::from_secs(10)), Some(Ok(Ok(()))));
         }
     }
@@ -542,7 +543,7 @@ fn a_ping_pong_pair_does_not_starve_the_deque() {
             }
         };
     let (s, b) = (stop.clone(), bounces.clone());
-    let driver = rt.spawn(async move {
+    let mut driver = rt.spawn(async move {
         // Queued first, so it sits below the pair in this worker's deque.
         let (s1, b1) = (s.clone(), b.clone());
         drop(ito::spawn_fn(move || {

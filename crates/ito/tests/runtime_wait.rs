@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ito::{Failure, Future, Promise, Runtime};
+use ito::{Failure, Future, Promise, Runtime, Task};
 
 /// Generous bound for anything that should finish: a hang fails the test instead of the run.
 const LIMIT: Duration = Duration::from_secs(20);
@@ -15,7 +15,7 @@ fn sfib(n: u64) -> u64 {
 }
 
 /// Document 000's `Await.result` program: every call forks two tasks and blocks on both.
-fn fib_wait(n: u64, cutoff: u64) -> Future<u64> {
+fn fib_wait(n: u64, cutoff: u64) -> Task<u64> {
     if n < cutoff {
         return ito::spawn_fn(move || sfib(n));
     }
@@ -26,7 +26,7 @@ fn fib_wait(n: u64, cutoff: u64) -> Future<u64> {
     })
 }
 
-fn fib_async(n: u64, cutoff: u64) -> Future<u64> {
+fn fib_async(n: u64, cutoff: u64) -> Task<u64> {
     if n < cutoff {
         return ito::spawn(async move { sfib(n) });
     }
@@ -39,13 +39,14 @@ fn fib_async(n: u64, cutoff: u64) -> Future<u64> {
 
 fn fib_flat(n: u64, cutoff: u64) -> Future<u64> {
     if n < cutoff {
-        return ito::spawn_fn(move || sfib(n));
+        return ito::spawn_fn(move || sfib(n)).shared();
     }
     ito::spawn_fn(move || {
         let a = fib_flat(n - 1, cutoff);
         let b = fib_flat(n - 2, cutoff);
         a.zip(&b).map(|(x, y)| x + y)
     })
+    .shared()
     .flatten()
 }
 
@@ -74,8 +75,11 @@ fn every_style_at_every_cutoff_with_bounded_threads() {
         .unwrap();
     for cutoff in [22, 15, 10, 5, 2] {
         for (style, f) in [
-            ("wait", fib_wait as fn(u64, u64) -> Future<u64>),
-            ("async", fib_async),
+            (
+                "wait",
+                (|n, c| fib_wait(n, c).shared()) as fn(u64, u64) -> Future<u64>,
+            ),
+            ("async", |n, c| fib_async(n, c).shared()),
             ("flat", fib_flat),
         ] {
             let r = rt.spawn_fn(move || f(22, cutoff)).wait_timeout(LIMIT);
@@ -91,10 +95,12 @@ fn every_style_at_every_cutoff_with_bounded_threads() {
 #[test]
 fn waiting_from_outside_threads_parks_them() {
     let rt = Runtime::builder().workers(2).build().unwrap();
-    let f = rt.spawn_fn(|| {
-        std::thread::sleep(Duration::from_millis(10));
-        5
-    });
+    let f = rt
+        .spawn_fn(|| {
+            std::thread::sleep(Duration::from_millis(10));
+            5
+        })
+        .shared();
     let handles: Vec<_> = (0..8)
         .map(|_| {
             let f = f.clone();
@@ -112,7 +118,7 @@ fn waiting_from_outside_threads_parks_them() {
 #[test]
 fn a_blocked_wait_does_not_bury_its_frame() {
     let rt = Runtime::builder().workers(1).build().unwrap();
-    let outer = rt.spawn_fn(|| {
+    let mut outer = rt.spawn_fn(|| {
         let done = Promise::new();
         let outer_result = done.future();
         let x = ito::spawn_fn(move || outer_result.wait().map(|v: u32| v + 1));
@@ -134,8 +140,8 @@ fn all_workers_blocked_still_progress() {
         .unwrap();
     let p = Promise::new();
     let f = p.future();
-    let waiter = rt.spawn_fn(move || f.wait());
-    let completer = rt.spawn_fn(move || p.success(7).unwrap());
+    let mut waiter = rt.spawn_fn(move || f.wait());
+    let mut completer = rt.spawn_fn(move || p.success(7).unwrap());
     assert_eq!(waiter.wait_timeout(LIMIT), Some(Ok(Ok(7))));
     assert_eq!(completer.wait_timeout(LIMIT), Some(Ok(())));
 }
@@ -155,11 +161,11 @@ fn many_blocked_waiters_beyond_the_bound() {
             rt.spawn_fn(move || f.wait().unwrap() + i as u64)
         })
         .collect();
-    let release = rt.spawn_fn(move || {
+    let mut release = rt.spawn_fn(move || {
         std::thread::sleep(Duration::from_millis(5));
         p.success(100).unwrap();
     });
-    for (i, w) in waiters.into_iter().enumerate() {
+    for (i, mut w) in waiters.into_iter().enumerate() {
         assert_eq!(w.wait_timeout(LIMIT), Some(Ok(100 + i as u64)));
     }
     assert_eq!(release.wait_timeout(LIMIT), Some(Ok(())));
@@ -176,6 +182,7 @@ fn deep_blocking_chain_does_not_overflow() {
                 chain(depth - 1).wait().unwrap() + 1
             }
         })
+        .shared()
     }
     let rt = Runtime::builder()
         .workers(1)
@@ -237,7 +244,7 @@ fn async_tasks_woken_from_other_threads() {
             p.success(i).unwrap();
         }
     });
-    for (i, t) in tasks.into_iter().enumerate() {
+    for (i, mut t) in tasks.into_iter().enumerate() {
         assert_eq!(t.wait_timeout(LIMIT), Some(Ok(i * 2)));
     }
     assert_eq!(count.load(Ordering::SeqCst), 100);
@@ -275,7 +282,7 @@ fn tasks_spawned_from_outside_run_and_are_counted() {
             rt.spawn_fn(move || c.fetch_add(1, Ordering::Relaxed))
         })
         .collect();
-    for f in &fs {
+    for f in fs {
         f.wait().unwrap();
     }
     assert_eq!(count.load(Ordering::Relaxed), n);
@@ -313,7 +320,7 @@ fn a_busy_workers_spawn_wakes_an_idle_worker() {
     for round in 0..200 {
         let ran = Arc::new(AtomicBool::new(false));
         let r2 = ran.clone();
-        let outer = rt.spawn_fn(move || {
+        let mut outer = rt.spawn_fn(move || {
             let inner = ito::spawn_fn(move || r2.store(true, Ordering::SeqCst));
             let start = Instant::now();
             while !ran.load(Ordering::SeqCst) {
@@ -325,7 +332,7 @@ fn a_busy_workers_spawn_wakes_an_idle_worker() {
             }
             inner
         });
-        let inner = outer.wait_timeout(LIMIT).expect("outer finished").unwrap();
+        let mut inner = outer.wait_timeout(LIMIT).expect("outer finished").unwrap();
         assert_eq!(inner.wait_timeout(LIMIT), Some(Ok(())));
     }
 }

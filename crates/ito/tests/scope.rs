@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ito::{CancellationToken, Failure, Future, Promise, Runtime, TaskSet};
+use ito::{CancellationToken, Failure, Future, Promise, Runtime, Task, TaskSet};
 
 /// Counts its drops.
 struct DropCount(Arc<AtomicUsize>);
@@ -202,18 +202,20 @@ fn cancelling_the_task_that_runs_a_scope_cancels_its_children() {
     let drops = Arc::new(AtomicUsize::new(0));
     let (started, is_started) = std::sync::mpsc::channel();
     let d = drops.clone();
-    let task = rt.spawn_fn(move || {
-        ito::scope_fn(|s| {
-            for _ in 0..5 {
-                let d = DropCount(d.clone());
-                s.spawn(async move {
-                    let _d = d;
-                    Future::<()>::never().await
-                });
-            }
-            started.send(()).unwrap();
+    let task = rt
+        .spawn_fn(move || {
+            ito::scope_fn(|s| {
+                for _ in 0..5 {
+                    let d = DropCount(d.clone());
+                    s.spawn(async move {
+                        let _d = d;
+                        Future::<()>::never().await
+                    });
+                }
+                started.send(()).unwrap();
+            })
         })
-    });
+        .shared();
     is_started.recv().unwrap();
     let watcher = task.map(|r| r.is_ok());
     assert!(task.cancel());
@@ -258,7 +260,7 @@ fn async_scope_waits_and_dropping_it_cancels() {
     // Not a sleep: on a slow machine the task might not have started yet, and cancelling it
     // then would drop it before it spawned anything.
     spawned.future().wait().unwrap();
-    assert!(outer.cancel()); // drops the scope future mid-way
+    assert!(outer.abort()); // drops the scope future mid-way
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while drops.load(Ordering::SeqCst) < 4 {
         assert!(
@@ -289,26 +291,37 @@ fn race_cancels_the_loser() {
     }
     // A failure wins a race too.
     let bad = rt.spawn_fn(|| -> u8 { panic!("no") });
-    assert!(
-        ito::race(bad, Future::never())
-            .wait()
-            .unwrap_err()
-            .is_panic()
-    );
+    let never = rt.spawn(async {
+        let _ = Future::<()>::never().await;
+        0u8
+    });
+    assert!(ito::race(bad, never).wait().unwrap_err().is_panic());
+}
+
+/// A handle that fails with `f` (a promise's, made failed).
+fn failed<T>(f: Failure) -> Task<T> {
+    let (p, t) = Promise::with_task();
+    p.failure(f).unwrap();
+    t
+}
+
+/// A handle that never completes while its promise is kept.
+fn pending<T>(keep: &mut Vec<Promise<T>>) -> Task<T> {
+    let (p, t) = Promise::with_task();
+    keep.push(p);
+    t
 }
 
 #[test]
 fn first_ok_skips_failures_and_reports_the_last() {
+    let mut keep = Vec::new();
     let fs = vec![
-        Future::failed(Failure::msg("a")),
+        failed(Failure::msg("a")),
         ito::spawn_fn(|| 3u8),
-        Future::never(),
+        pending(&mut keep),
     ];
     assert_eq!(ito::first_ok(fs).wait(), Ok(3));
-    let all_bad = vec![
-        Future::<u8>::failed(Failure::msg("a")),
-        Future::failed(Failure::msg("b")),
-    ];
+    let all_bad = vec![failed::<u8>(Failure::msg("a")), failed(Failure::msg("b"))];
     assert_eq!(ito::first_ok(all_bad).wait().unwrap_err().to_string(), "b");
 }
 

@@ -64,7 +64,7 @@ fn ctrl_c_completes_on_sigint_and_the_process_survives() {
     // Again, with a task waiting before the signal comes.
     let waiter = ito::spawn(async { ito::signal::ctrl_c().await.is_ok() });
     // The task may not have registered yet: raise until it has seen one.
-    while !waiter.is_completed() {
+    while !waiter.is_finished() {
         send(SignalKind::interrupt());
         std::thread::yield_now();
     }

@@ -275,8 +275,8 @@ fn async_retry_hand_off() {
             .await;
         }
     });
-    assert_eq!(support::get(&producer), Ok(()));
-    assert_eq!(support::get(&consumer), Ok(ROUNDS * (ROUNDS - 1) / 2));
+    assert_eq!(support::get(producer), Ok(()));
+    assert_eq!(support::get(consumer), Ok(ROUNDS * (ROUNDS - 1) / 2));
 }
 
 /// A synchronous `atomically` that retries on a worker does not pin it: on a one-worker
@@ -290,8 +290,8 @@ fn a_retrying_task_does_not_pin_its_worker() {
     std::thread::sleep(Duration::from_millis(10));
     let f = flag.clone();
     let setter = rt.spawn_fn(move || atomically(|tx| f.write(tx, true)));
-    assert_eq!(support::get(&setter), Ok(()));
-    assert_eq!(support::get(&waiter), Ok(()));
+    assert_eq!(support::get(setter), Ok(()));
+    assert_eq!(support::get(waiter), Ok(()));
 }
 
 #[test]

@@ -174,7 +174,10 @@ fn dining_philosophers_with_promise_forks() {
                     })
                 })
                 .collect();
-            let ate: Vec<bool> = eaters.iter().map(|e| support::get(e).unwrap()).collect();
+            let ate: Vec<bool> = eaters
+                .into_iter()
+                .map(|e| support::get(e).unwrap())
+                .collect();
             let mut held = 0;
             for (i, &e) in ate.iter().enumerate() {
                 if e {
@@ -199,7 +202,7 @@ fn async_read_tx_waits() {
     let waiter = rt.spawn(async move { ito::stm::atomically_async(|tx| f.read_tx(tx)).await });
     std::thread::sleep(Duration::from_millis(10));
     assert!(p.try_success(3));
-    assert_eq!(support::get(&waiter), Ok(Ok(3)));
+    assert_eq!(support::get(waiter), Ok(Ok(3)));
 }
 
 /// A callback of a promise completed by a transaction may itself run a transaction: it runs

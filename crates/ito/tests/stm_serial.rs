@@ -70,7 +70,7 @@ fn serial_mode_waiting_for_another_threads_transaction_deadlocks() {
     atomically(|tx| {
         let attempt = c.maybe_conflict(tx, 16)?;
         let z2 = z.clone();
-        let inner = ito::spawn_fn(move || atomically(|tx| z2.modify(tx, |v| v + 1)));
+        let mut inner = ito::spawn_fn(move || atomically(|tx| z2.modify(tx, |v| v + 1)));
         let r = inner.wait_timeout(Duration::from_secs(2));
         outcomes.push((attempt, r.is_some()));
         Ok(())

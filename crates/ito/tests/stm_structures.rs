@@ -270,7 +270,7 @@ fn tasks_exchange(q: TQueue<Option<u64>>, producers: u64, consumers: u64, per_pr
             })
         })
         .collect();
-    for p in &prods {
+    for p in prods {
         assert_eq!(support::get(p), Ok(()));
     }
     let q2 = q.clone();
@@ -279,8 +279,8 @@ fn tasks_exchange(q: TQueue<Option<u64>>, producers: u64, consumers: u64, per_pr
             atomically_async(|tx| q2.push(tx, None)).await;
         }
     });
-    assert_eq!(support::get(&closer), Ok(()));
-    let received: Vec<Vec<u64>> = cons.iter().map(|c| support::get(c).unwrap()).collect();
+    assert_eq!(support::get(closer), Ok(()));
+    let received: Vec<Vec<u64>> = cons.into_iter().map(|c| support::get(c).unwrap()).collect();
     check_deliveries(producers, per_producer, &received);
 }
 
@@ -315,7 +315,7 @@ fn blocking_pops_on_workers_do_not_pin_them() {
         }
     });
     (0..3).for_each(|_| q.push_atomic(None));
-    let received: Vec<Vec<u64>> = cons.iter().map(|c| support::get(c).unwrap()).collect();
+    let received: Vec<Vec<u64>> = cons.into_iter().map(|c| support::get(c).unwrap()).collect();
     check_deliveries(2, 500, &received);
 }
 
@@ -566,8 +566,8 @@ fn async_take_waits_for_a_put() {
         }
         sum
     });
-    assert_eq!(support::get(&driver), Ok(ROUNDS * (ROUNDS + 1) / 2));
-    assert_eq!(support::get(&echo), Ok(()));
+    assert_eq!(support::get(driver), Ok(ROUNDS * (ROUNDS + 1) / 2));
+    assert_eq!(support::get(echo), Ok(()));
     // A thread taking from a task.
     let p = ping.clone();
     let feeder = rt.spawn(async move {
@@ -577,7 +577,7 @@ fn async_take_waits_for_a_put() {
     });
     let sum: u64 = (0..ROUNDS).map(|_| ping.take_atomic()).sum();
     assert_eq!(sum, ROUNDS * (ROUNDS - 1) / 2);
-    assert_eq!(support::get(&feeder), Ok(()));
+    assert_eq!(support::get(feeder), Ok(()));
 }
 
 /// A retry that depends on both a TMVar and a TQueue: wakes for a change in either.

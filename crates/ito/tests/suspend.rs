@@ -28,7 +28,7 @@ fn a_hundred_thousand_suspended_tasks_each_resume_exactly_once() {
     const N: usize = 100_000;
     let rt = two_workers();
     let runs: Arc<Vec<AtomicU8>> = Arc::new((0..N).map(|_| AtomicU8::new(0)).collect());
-    let tasks: Vec<_> = (0..N)
+    let mut tasks: Vec<_> = (0..N)
         .map(|i| {
             let runs = runs.clone();
             rt.spawn_fn(move || {
@@ -37,7 +37,7 @@ fn a_hundred_thousand_suspended_tasks_each_resume_exactly_once() {
             })
         })
         .collect();
-    for t in &tasks {
+    for t in &mut tasks {
         assert_eq!(t.wait_timeout(Duration::from_secs(120)), Some(Ok(())));
     }
     assert!(
@@ -58,7 +58,7 @@ fn a_hundred_thousand_suspended_tasks_each_resume_exactly_once() {
 fn promise_chain(n: usize) {
     let rt = two_workers();
     let promises: Vec<Promise<u64>> = (0..n).map(|_| Promise::new()).collect();
-    let tasks: Vec<_> = (0..n)
+    let mut tasks: Vec<_> = (0..n)
         .map(|i| {
             let mine = promises[i].future();
             let above = (i > 0).then(|| promises[i - 1].clone());
@@ -154,12 +154,11 @@ fn cancelling_a_suspended_task_ends_its_wait_and_runs_its_destructors() {
         assert!(std::time::Instant::now() < deadline, "{:?}", rt.metrics());
         std::thread::sleep(Duration::from_millis(1));
     }
-    let watchers: Vec<_> = tasks.iter().map(|t| t.map(|_| ())).collect();
-    for t in tasks {
-        assert!(t.cancel());
+    for t in &tasks {
+        assert!(t.abort());
     }
-    for w in watchers {
-        assert!(w.wait_timeout(Duration::from_secs(10)).is_some());
+    for mut t in tasks {
+        assert!(t.wait_timeout(Duration::from_secs(10)).is_some());
     }
     assert_eq!(dropped.load(SeqCst), 2, "each task's stack unwound");
     drop(never);
@@ -172,7 +171,7 @@ thread_local! {
 #[test]
 fn a_task_resumes_on_its_thread_with_its_thread_locals() {
     let rt = two_workers();
-    let tasks: Vec<_> = (0..2_000)
+    let mut tasks: Vec<_> = (0..2_000)
         .map(|i| {
             rt.spawn_fn(move || {
                 let thread = std::thread::current().id();
@@ -188,7 +187,7 @@ fn a_task_resumes_on_its_thread_with_its_thread_locals() {
             })
         })
         .collect();
-    for t in &tasks {
+    for t in &mut tasks {
         assert_eq!(t.wait_timeout(Duration::from_secs(60)), Some(Ok(())));
     }
 }
@@ -200,7 +199,7 @@ fn a_task_resumes_on_its_thread_with_its_thread_locals() {
 fn an_ito_lock_held_across_a_wait_does_not_deadlock_its_worker() {
     let rt = Runtime::builder().workers(1).build().unwrap();
     let lock = Arc::new(ito::sync::Mutex::new(0u32));
-    let tasks: Vec<_> = (0..50)
+    let mut tasks: Vec<_> = (0..50)
         .map(|_| {
             let lock = lock.clone();
             rt.spawn_fn(move || {
@@ -213,7 +212,7 @@ fn an_ito_lock_held_across_a_wait_does_not_deadlock_its_worker() {
             })
         })
         .collect();
-    for t in &tasks {
+    for t in &mut tasks {
         assert_eq!(t.wait_timeout(Duration::from_secs(30)), Some(Ok(())));
     }
     assert_eq!(*lock.lock_blocking().unwrap(), 50);

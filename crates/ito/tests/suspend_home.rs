@@ -15,7 +15,7 @@ const PATIENCE: Duration = Duration::from_secs(10);
 /// Starts task L on the only worker of `rt`: it suspends on `first`, then completes `second`
 /// with one more than it got. Returns once L has started (it suspends before the worker runs
 /// anything else).
-fn suspend_a_relay(rt: &Runtime, first: &Promise<u32>, second: &Promise<u32>) -> ito::Future<bool> {
+fn suspend_a_relay(rt: &Runtime, first: &Promise<u32>, second: &Promise<u32>) -> ito::Task<bool> {
     let (started_tx, started_rx) = mpsc::channel();
     let f1 = first.future();
     let p2 = second.clone();
@@ -49,7 +49,7 @@ fn a_wait_inside_a_join_for_a_loop_suspended_on_the_same_worker_finishes() {
     let second = Promise::<u32>::new();
     let relay = suspend_a_relay(&rt, &first, &second);
     let f2 = second.future();
-    let waiter = rt.spawn_fn(move || {
+    let mut waiter = rt.spawn_fn(move || {
         ito::join(
             move || {
                 assert!(first.try_success(1));
@@ -81,7 +81,7 @@ fn an_ito_lock_taken_inside_a_join_from_a_loop_suspended_on_the_same_worker_is_g
         *held += 1;
     });
     held_rx.recv().unwrap();
-    let taker = rt.spawn_fn(move || {
+    let mut taker = rt.spawn_fn(move || {
         ito::join(
             move || {
                 assert!(gate.try_success(()));
@@ -174,7 +174,7 @@ fn a_cross_runtime_block_on_that_suspends_leaves_the_next_task_spawning_at_home(
         b2.block_on(g).unwrap();
     });
     started_rx.recv().unwrap();
-    let spawner = a.spawn_fn(|| {
+    let mut spawner = a.spawn_fn(|| {
         let child = ito::spawn_fn(|| std::thread::current().name().map(String::from));
         child.wait().unwrap()
     });
@@ -225,7 +225,7 @@ fn a_join_owner_does_not_leapfrog_into_work_its_suspended_thief_exposed_afterwar
     let (o_thread_tx, o_thread_rx) = mpsc::channel();
     let (y_thread_tx, y_thread_rx) = mpsc::channel();
     let (f, p1f, ao) = (flags.clone(), p1.future(), after_o.clone());
-    let o = rt.spawn_fn(move || {
+    let mut o = rt.spawn_fn(move || {
         o_thread_tx.send(std::thread::current().id()).unwrap();
         let f2 = f.clone();
         ito::join(
@@ -239,7 +239,7 @@ fn a_join_owner_does_not_leapfrog_into_work_its_suspended_thief_exposed_afterwar
     });
     assert!(spin_until(&flags.j_started));
     let (f, aof) = (flags.clone(), after_o.future());
-    let x = rt.spawn_fn(move || {
+    let mut x = rt.spawn_fn(move || {
         let f2 = f.clone();
         ito::join(
             move || {

@@ -133,10 +133,10 @@ fn stress_every_receiver_gets_every_value_once() {
         .collect();
     drop(tx);
     for s in senders {
-        get_ok(&s);
+        get_ok(s);
     }
     for r in readers {
-        assert_eq!(get_ok(&r), [PER_SENDER; SENDERS]);
+        assert_eq!(get_ok(r), [PER_SENDER; SENDERS]);
     }
     assert_eq!(
         received.load(Ordering::SeqCst),

@@ -26,20 +26,19 @@ fn cancel_blocked<T: Send + 'static>(
         report.send(body()).unwrap();
     });
     is_started.recv_timeout(LONG).unwrap();
-    assert!(task.cancel());
+    assert!(task.abort());
     reported
         .recv_timeout(LONG)
         .expect("the blocked call returned")
 }
 
-/// Cancels `task` (its only handle) and waits until it has completed as cancelled.
-fn cancel_and_confirm<T: Clone + Send + Sync + 'static>(task: ito::Future<T>) {
-    let watcher = task.map(|_| ());
-    assert!(task.cancel());
-    assert_eq!(
-        watcher.wait_timeout(LONG).unwrap(),
+/// Cancels `task` and waits until it has completed as cancelled.
+fn cancel_and_confirm<T>(mut task: ito::Task<T>) {
+    assert!(task.abort());
+    assert!(matches!(
+        task.wait_timeout(LONG).unwrap(),
         Err(ito::Failure::Cancelled)
-    );
+    ));
 }
 
 #[test]
@@ -163,7 +162,7 @@ fn cancelled_async_acquire_leaves_the_queue() {
     let s = sem.clone();
     let next = rt.spawn(async move { s.acquire().await.map(|p| p.forget()).is_ok() });
     sem.add_permits(1);
-    assert!(get_ok(&next), "the permit reached the live waiter");
+    assert!(get_ok(next), "the permit reached the live waiter");
     assert_eq!(sem.available_permits(), 0);
 }
 
@@ -183,10 +182,10 @@ fn cancelled_queued_pool_task_leaves_the_queue() {
     assert_eq!(pool.queued(), 1);
     cancel_and_confirm(queued);
     assert_eq!(pool.queued(), 0);
-    let after = rt.block_on(async { pool.spawn(async { "ran" }) });
+    let after = rt.install(|| pool.spawn(async { "ran" }));
     gate.success(()).unwrap();
-    get_ok(&first);
-    assert_eq!(get_ok(&after), "ran");
+    get_ok(first);
+    assert_eq!(get_ok(after), "ran");
     assert_eq!(pool.running(), 0);
 }
 
@@ -196,7 +195,7 @@ fn cancelled_running_pool_task_frees_its_slot() {
     let rt = rt(2);
     let pool = Pool::new(1);
     let (started, is_started) = mpsc::channel();
-    let running = rt.block_on(async {
+    let running = rt.install(|| {
         pool.spawn(async move {
             started.send(()).unwrap();
             ito::Future::<()>::never().await.unwrap();
@@ -204,6 +203,6 @@ fn cancelled_running_pool_task_frees_its_slot() {
     });
     is_started.recv_timeout(LONG).unwrap();
     cancel_and_confirm(running);
-    let next = rt.block_on(async { pool.spawn(async { 5 }) });
-    assert_eq!(get_ok(&next), 5);
+    let next = rt.install(|| pool.spawn(async { 5 }));
+    assert_eq!(get_ok(next), 5);
 }

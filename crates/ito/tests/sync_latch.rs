@@ -46,7 +46,7 @@ fn latch_wait_blocking_in_a_task_on_one_worker() {
         let l = latch.clone();
         rt.spawn_fn(move || l.count_down());
     }
-    assert!(get_ok(&waiter));
+    assert!(get_ok(waiter));
     assert!(latch.is_open());
 }
 
@@ -89,7 +89,7 @@ fn wait_group_waits_for_every_handle() {
     }
     assert!(wg.count() >= 1);
     let waiter = rt.spawn(wg.wait());
-    get_ok(&waiter);
+    get_ok(waiter);
     assert_eq!(done.load(Ordering::SeqCst), 12);
 }
 
@@ -117,7 +117,7 @@ fn wait_group_blocking_in_a_task_on_one_worker() {
     for m in members {
         rt.spawn_fn(move || drop(m));
     }
-    assert!(get_ok(&waiter));
+    assert!(get_ok(waiter));
 }
 
 /// A barrier used for many rounds by tasks and threads: nobody passes before everyone of
@@ -154,7 +154,7 @@ fn barrier_rounds_with_one_leader_each() {
             s.spawn(party(false));
         }
     });
-    tasks.iter().for_each(get_ok);
+    tasks.into_iter().for_each(get_ok);
     assert_eq!(leaders.load(Ordering::SeqCst), ROUNDS);
 }
 
@@ -169,7 +169,7 @@ fn barrier_blocking_in_tasks_on_one_worker() {
             rt.spawn_fn(move || b.wait_blocking().unwrap().is_leader())
         })
         .collect();
-    assert_eq!(tasks.iter().filter(|t| get_ok(t)).count(), 1);
+    assert_eq!(tasks.into_iter().map(get_ok).filter(|l| *l).count(), 1);
 }
 
 /// A barrier of 0 or 1 parties never waits; its every arrival leads.

@@ -49,7 +49,7 @@ fn mutex_excludes_tasks_and_threads() {
             });
         }
     });
-    tasks.iter().for_each(get_ok);
+    tasks.into_iter().for_each(get_ok);
     assert_eq!(*m.try_lock().unwrap(), 8 * 200 + 2 * 200);
     assert_eq!(inside.max(), 1);
 }
@@ -117,8 +117,8 @@ fn mutex_lock_blocking_in_a_task_on_one_worker() {
             rt.spawn_fn(move || m.lock_blocking().unwrap().push("blocker"))
         })
         .collect();
-    get_ok(&holder);
-    blockers.iter().for_each(get_ok);
+    get_ok(holder);
+    blockers.into_iter().for_each(get_ok);
     assert_eq!(m.lock_blocking().unwrap().len(), 4);
 }
 
@@ -160,7 +160,7 @@ fn rwlock_readers_share_writers_exclude() {
             })
         })
         .collect();
-    tasks.iter().for_each(get_ok);
+    tasks.into_iter().for_each(get_ok);
     assert_eq!(
         both.load(Ordering::SeqCst),
         0,
@@ -222,9 +222,9 @@ fn rwlock_blocking_in_tasks_on_one_worker() {
         .collect();
     let l = lock.clone();
     let writer2 = rt.spawn_fn(move || *l.write_blocking().unwrap() += 1);
-    get_ok(&writer);
-    get_ok(&writer2);
-    for r in &readers {
+    get_ok(writer);
+    get_ok(writer2);
+    for r in readers {
         assert!([7, 8].contains(&get_ok(r)));
     }
     assert_eq!(*lock.try_read().unwrap(), 8);

@@ -201,7 +201,7 @@ fn waiters_woken_once_per_round(waiters: usize, rounds: usize, release: impl Fn(
         }
     }
     for t in tasks {
-        get_ok(&t);
+        get_ok(t);
     }
     let (_, w) = CountWaker::new();
     let mut extra = Box::pin(notify.notified());
@@ -233,6 +233,6 @@ fn notified_blocking_in_a_task_on_one_worker() {
     // Spawned second: on one worker it runs after the waiter blocked (or, if it runs first,
     // the permit keeps its notification).
     let notifier = rt.spawn(async move { n.notify_one() });
-    get_ok(&notifier);
-    assert_eq!(get_ok(&waiter), Ok(()));
+    get_ok(notifier);
+    assert_eq!(get_ok(waiter), Ok(()));
 }

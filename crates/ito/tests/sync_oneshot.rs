@@ -16,7 +16,7 @@ fn the_value_moves_to_the_receiver() {
     let (tx, rx) = oneshot::channel::<std::fs::File>();
     let reader = rt.spawn(async move { rx.await.map(|f| f.metadata().is_ok()) });
     tx.send(std::fs::File::open("Cargo.toml").unwrap()).unwrap();
-    assert_eq!(get_ok(&reader), Ok(true));
+    assert_eq!(get_ok(reader), Ok(true));
 }
 
 /// A send after the receiver is dropped (or closed) hands the value back; the receiver's
@@ -75,8 +75,8 @@ fn try_recv_and_recv_blocking_on_one_worker() {
     let (tx, rx) = oneshot::channel();
     let waiter = rt.spawn_fn(move || rx.recv_blocking());
     let sender = rt.spawn(async move { tx.send(3).unwrap() });
-    get_ok(&sender);
-    assert_eq!(get_ok(&waiter), Ok(3));
+    get_ok(sender);
+    assert_eq!(get_ok(waiter), Ok(3));
 }
 
 /// A panicking waker is contained: it unwinds neither out of `send` (which woke the receiver)

@@ -45,7 +45,7 @@ fn never_more_than_the_limit() {
                 })
                 .collect()
         });
-        tasks.iter().for_each(get_ok);
+        tasks.into_iter().for_each(get_ok);
         assert_eq!(ran.load(Ordering::SeqCst), 200);
         assert!(inside.max() <= limit, "{} > {limit}", inside.max());
         assert_eq!(pool.running(), 0);
@@ -73,11 +73,11 @@ fn tasks_start_in_spawn_order() {
             })
             .collect::<Vec<_>>()
     });
-    let queued = get_ok(&from_worker);
+    let queued = get_ok(from_worker);
     assert_eq!(pool.queued(), 10);
     gate.success(()).unwrap();
-    get_ok(&first);
-    queued.iter().for_each(get_ok);
+    get_ok(first);
+    queued.into_iter().for_each(get_ok);
     assert_eq!(*order.lock().unwrap(), (0..10).collect::<Vec<_>>());
 }
 
@@ -89,7 +89,7 @@ fn slots_come_back_after_panics() {
     let bad: Vec<_> = (0..6)
         .map(|_| pool.spawn_fn(|| -> u8 { panic!("expected: pool task panics") }))
         .collect();
-    for f in &bad {
+    for mut f in bad {
         assert!(
             f.wait_timeout(support::LONG)
                 .unwrap()
@@ -98,7 +98,7 @@ fn slots_come_back_after_panics() {
         );
     }
     let ok = pool.spawn_fn(|| 1);
-    assert_eq!(get_ok(&ok), 1);
+    assert_eq!(get_ok(ok), 1);
     assert_eq!(pool.running(), 0);
 }
 
@@ -128,7 +128,7 @@ fn blocking_wait_applies_back_pressure() {
         }
         fs
     });
-    get_ok(&producer).iter().for_each(get_ok);
+    get_ok(producer).into_iter().for_each(get_ok);
     assert!(inside.max() <= 2);
 }
 
@@ -142,9 +142,9 @@ fn reservations() {
     let queued = pool.spawn_fn(|| "queued");
     assert_eq!(pool.queued(), 1);
     drop(slot); // the queued task gets the slot
-    assert_eq!(get_ok(&queued), "queued");
+    assert_eq!(get_ok(queued), "queued");
     let slot = pool.reserve_blocking().unwrap();
-    assert_eq!(get_ok(&slot.spawn_fn(|| 3)), 3);
+    assert_eq!(get_ok(slot.spawn_fn(|| 3)), 3);
 }
 
 /// A one-slot pool of tasks that block inside (`wait`, `recv_blocking`) on a one-worker
@@ -161,8 +161,8 @@ fn blocking_inside_pool_tasks_on_one_worker() {
             tx.send_blocking(i).unwrap();
         }
     });
-    get_ok(&producer);
-    assert_eq!(get_ok(&get_ok(&consumer)), 190);
+    get_ok(producer);
+    assert_eq!(get_ok(get_ok(consumer)), 190);
 }
 
 /// A queued task costs no poll before it starts: its body runs exactly once, when a slot
@@ -188,8 +188,8 @@ fn queued_tasks_are_not_polled_before_they_start() {
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(polls.load(Ordering::SeqCst), 0);
     gate.success(()).unwrap();
-    get_ok(&first);
-    assert_eq!(get_ok(&queued), 1);
+    get_ok(first);
+    assert_eq!(get_ok(queued), 1);
 }
 
 #[test]

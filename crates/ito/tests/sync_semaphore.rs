@@ -114,7 +114,7 @@ fn timeouts_racing_acquisitions_keep_the_count() {
             })
         })
         .collect();
-    tasks.iter().for_each(get_ok);
+    tasks.into_iter().for_each(get_ok);
     assert_eq!(
         sem.available_permits(),
         PERMITS,
@@ -184,7 +184,7 @@ fn owned_permits_bound_running_tasks() {
             })
         })
         .collect();
-    tasks.iter().for_each(get_ok);
+    tasks.into_iter().for_each(get_ok);
     assert!(inside.max() <= 2);
     assert_eq!(sem.available_permits(), 2);
 }
@@ -202,8 +202,8 @@ fn blocking_acquire_in_a_task_on_one_worker() {
         std::thread::sleep(Duration::from_millis(2));
         s2.add_permits(1);
     });
-    assert_eq!(get_ok(&waiter), Ok(1));
-    get_ok(&releaser);
+    assert_eq!(get_ok(waiter), Ok(1));
+    get_ok(releaser);
     // Several blocked at once, released one by one by a task behind them.
     let waiters: Vec<_> = (0..4)
         .map(|_| {
@@ -213,7 +213,7 @@ fn blocking_acquire_in_a_task_on_one_worker() {
         .collect();
     let s3 = sem.clone();
     rt.spawn_fn(move || (0..4).for_each(|_| s3.add_permits(1)));
-    assert!(waiters.iter().all(get_ok));
+    assert!(waiters.into_iter().all(get_ok));
 }
 
 /// The non-blocking semaphore of document 002: a recursion that finds no permit runs the
@@ -242,13 +242,13 @@ fn try_acquire_bounds_a_recursive_search() {
                 Err(e) => unreachable!("{e}"),
             }
         }
-        total + children.iter().map(get_ok).sum::<u64>()
+        total + children.into_iter().map(get_ok).sum::<u64>()
     }
     let rt = rt(2);
     let sem = Arc::new(Semaphore::new(4));
     let tasks = Arc::new(HighWater::default());
     let (s, t) = (sem.clone(), tasks.clone());
-    let leaves = get_ok(&rt.spawn_fn(move || count(&s, 6, &t)));
+    let leaves = get_ok(rt.spawn_fn(move || count(&s, 6, &t)));
     assert_eq!(leaves, 3u64.pow(6));
     assert!(tasks.max() <= 4);
     assert_eq!(sem.available_permits(), 4);
@@ -296,7 +296,7 @@ fn errors_convert_into_failures() {
         let _p = sem.acquire_blocking()?;
         Ok(())
     });
-    let err = get_ok(&f).unwrap_err();
+    let err = get_ok(f).unwrap_err();
     assert_eq!(
         err.downcast_ref::<AcquireError>(),
         Some(&AcquireError::Closed)

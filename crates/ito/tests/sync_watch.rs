@@ -105,7 +105,7 @@ fn many_readers_follow_the_latest_value() {
     }
     drop(tx);
     for r in readers {
-        let (last, changes) = get_ok(&r);
+        let (last, changes) = get_ok(r);
         assert_eq!(last, LAST, "a reader missed the last value");
         assert!((1..=LAST).contains(&changes));
     }

@@ -5,7 +5,7 @@
 use std::sync::mpsc;
 
 use ito::process::{self, Exit, Mailbox};
-use ito::{Future, Runtime};
+use ito::{Future, Runtime, Task};
 
 mod support;
 use support::YieldOnce;
@@ -28,7 +28,7 @@ fn addr<T>(x: &T) -> usize {
 
 /// Spawns tasks of several sizes and alignments on `rt`; every one checks that its state is
 /// aligned and returns a value derived from `i`.
-fn spawn_mix(rt: &Runtime, i: u64) -> Vec<Future<u64>> {
+fn spawn_mix(rt: &Runtime, i: u64) -> Vec<Task<u64>> {
     let a16 = A16([i, i + 1]);
     let a64 = A64([i; 8]);
     let big = [i; 80]; // 640 bytes: larger than the largest class
@@ -68,7 +68,7 @@ fn tasks_outlive_the_threads_that_allocated_them() {
     let rt = Runtime::builder().workers(2).build().unwrap();
     let rt = &rt;
     for _round in 0..4 {
-        let (tx, rx) = mpsc::channel::<(u64, Vec<Future<u64>>)>();
+        let (tx, rx) = mpsc::channel::<(u64, Vec<Task<u64>>)>();
         let collector = std::thread::spawn(move || {
             let mut n = 0;
             for (i, fs) in rx {
@@ -149,7 +149,7 @@ fn runtime_drop_frees_tasks_of_exited_threads() {
     for _round in 0..3 {
         let rt = Runtime::builder().workers(1).build().unwrap();
         let gate = ito::Promise::<()>::new();
-        let pending: Vec<Future<u64>> = std::thread::scope(|s| {
+        let pending: Vec<Task<u64>> = std::thread::scope(|s| {
             (0..3)
                 .map(|t| {
                     let rt = &rt;
@@ -198,7 +198,7 @@ fn thread_local_destructors_free_and_allocate_tasks() {
             drop(self.pid.take());
             if let Some(out) = self.out.take() {
                 let x = A16([7, 8]);
-                out.send(ito::spawn(async move { x.0[0] * x.0[1] }))
+                out.send(ito::spawn(async move { x.0[0] * x.0[1] }).shared())
                     .unwrap();
             }
         }
@@ -222,7 +222,7 @@ fn thread_local_destructors_free_and_allocate_tasks() {
             ptx.send(p.clone()).unwrap();
             LATE.with(|l| {
                 let mut l = l.borrow_mut();
-                l.fut = Some(f);
+                l.fut = Some(f.shared());
                 l.pid = Some(p);
             });
         })

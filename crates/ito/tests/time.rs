@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ito::{Failure, Future, Promise, Runtime};
+use ito::{Failure, Future, Promise, Runtime, Task};
 
 #[test]
 fn sleep_lasts_at_least_its_duration() {
@@ -122,10 +122,10 @@ fn sleeping_in_tasks_does_not_pin_workers() {
     // overlap too.
     let rt = Runtime::builder().workers(1).build().unwrap();
     let t = Instant::now();
-    let fs: Vec<Future<()>> = (0..50)
+    let fs: Vec<Task<()>> = (0..50)
         .map(|_| rt.spawn(async { ito::sleep(Duration::from_millis(20)).await.unwrap() }))
         .collect();
-    for f in &fs {
+    for f in fs {
         f.wait().unwrap();
     }
     assert!(
@@ -134,10 +134,10 @@ fn sleeping_in_tasks_does_not_pin_workers() {
         t.elapsed()
     );
     let t = Instant::now();
-    let fs: Vec<Future<()>> = (0..10)
+    let fs: Vec<Task<()>> = (0..10)
         .map(|_| rt.spawn_fn(|| ito::sleep(Duration::from_millis(20)).wait().unwrap()))
         .collect();
-    for f in &fs {
+    for f in fs {
         f.wait().unwrap();
     }
     assert!(

@@ -254,7 +254,7 @@ mod with_ito {
     }
 
     /// `wait` style: the task for fib(`n`).
-    fn wait_task(n: u64, c: u64) -> ito::Future<u64> {
+    fn wait_task(n: u64, c: u64) -> ito::Task<u64> {
         ito::spawn_fn(move || wait_body(n, c))
     }
 
@@ -269,9 +269,9 @@ mod with_ito {
     /// `flat` style: the task for fib(`n`).
     fn flat_task(n: u64, c: u64) -> ito::Future<u64> {
         if n < c {
-            ito::spawn_fn(move || sfib(n))
+            ito::spawn_fn(move || sfib(n)).shared()
         } else {
-            ito::spawn_fn(move || flat_body(n, c)).flatten()
+            ito::spawn_fn(move || flat_body(n, c)).shared().flatten()
         }
     }
 
@@ -286,7 +286,7 @@ mod with_ito {
     }
 
     /// `async` style: the task for fib(`n`).
-    fn async_task(n: u64, c: u64) -> ito::Future<u64> {
+    fn async_task(n: u64, c: u64) -> ito::Task<u64> {
         ito::spawn(async_body(n, c))
     }
 
@@ -307,7 +307,11 @@ mod with_ito {
         let result = match style {
             Style::Wait => rt.spawn_fn(move || wait_body(n, c)).wait(),
             Style::Flat if n < c => rt.spawn_fn(move || sfib(n)).wait(),
-            Style::Flat => rt.spawn_fn(move || flat_body(n, c)).flatten().wait(),
+            Style::Flat => rt
+                .spawn_fn(move || flat_body(n, c))
+                .shared()
+                .flatten()
+                .wait(),
             Style::Async => rt.spawn(async_body(n, c)).wait(),
             Style::Join => Ok(rt.install(move || join_fib(n, c))),
         };

@@ -46,6 +46,7 @@ pub(super) fn first_completed_once(pools: &Pools, imp: FutImpl, n: usize, busy: 
                 .map(|i| {
                     let stamps = stamps.clone();
                     rt.spawn_fn(move || busy_and_stamp(busy, t0, i, &stamps))
+                        .shared()
                 })
                 .collect();
             let winner = ito::future::first_completed_of(fs.iter().cloned()).wait();

@@ -11,7 +11,7 @@ use crate::loom::{AtomicUsize, Ordering};
 /// All values in input order, once all succeed; the first failure (in time) otherwise.
 ///
 /// ```
-/// let fs: Vec<_> = (0..4).map(|i| ito::spawn_fn(move || i * i)).collect();
+/// let fs: Vec<_> = (0..4).map(|i| ito::spawn_fn(move || i * i).shared()).collect();
 /// assert_eq!(ito::future::sequence(fs).wait(), Ok(vec![0, 1, 4, 9]));
 /// ```
 pub fn sequence<T, I>(futures: I) -> Future<Vec<T>>
@@ -65,7 +65,7 @@ impl<T> Gather<T> {
 /// `f` applied to every input, all in flight at once, gathered like [`sequence`].
 ///
 /// ```
-/// let f = ito::future::traverse(1..=3, |x| ito::spawn_fn(move || x * 2));
+/// let f = ito::future::traverse(1..=3, |x| ito::spawn_fn(move || x * 2).shared());
 /// assert_eq!(f.wait(), Ok(vec![2, 4, 6]));
 /// ```
 pub fn traverse<A, B, I, F>(inputs: I, f: F) -> Future<Vec<B>>
@@ -82,7 +82,7 @@ where
 /// stops it (no further inputs are started).
 ///
 /// ```
-/// let f = ito::future::traverse_bounded(0..10, 2, |x| ito::spawn_fn(move || x + 1));
+/// let f = ito::future::traverse_bounded(0..10, 2, |x| ito::spawn_fn(move || x + 1).shared());
 /// assert_eq!(f.wait(), Ok((1..=10).collect::<Vec<_>>()));
 /// ```
 pub fn traverse_bounded<A, B, I, F>(inputs: I, limit: usize, f: F) -> Future<Vec<B>>
@@ -272,7 +272,7 @@ where
 /// [`Failure::NoSuchElement`] when given no futures.
 ///
 /// ```
-/// let fs = vec![ito::Future::failed(ito::Failure::Timeout), ito::spawn_fn(|| 3)];
+/// let fs = vec![ito::Future::failed(ito::Failure::Timeout), ito::spawn_fn(|| 3).shared()];
 /// assert_eq!(ito::future::first_success_of(fs).wait(), Ok(3));
 /// ```
 pub fn first_success_of<T, I>(futures: I) -> Future<T>
@@ -308,7 +308,7 @@ where
 /// (Scala's `foldLeft`).
 ///
 /// ```
-/// let fs: Vec<_> = (1..=4).map(|i| ito::spawn_fn(move || i)).collect();
+/// let fs: Vec<_> = (1..=4).map(|i| ito::spawn_fn(move || i).shared()).collect();
 /// assert_eq!(ito::future::fold(fs, 0, |acc, x| acc + x).wait(), Ok(10));
 /// ```
 pub fn fold<T, R, I, F>(futures: I, zero: R, op: F) -> Future<R>

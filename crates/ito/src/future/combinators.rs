@@ -19,7 +19,7 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     ///
     /// ```
     /// let (tx, rx) = std::sync::mpsc::channel();
-    /// ito::spawn_fn(|| 5).on_complete(move |r| tx.send(r).unwrap());
+    /// ito::spawn_fn(|| 5).shared().on_complete(move |r| tx.send(r).unwrap());
     /// assert_eq!(rx.recv().unwrap(), Ok(5));
     /// ```
     pub fn on_complete(&self, f: impl FnOnce(Result<T, Failure>) + Send + 'static) {
@@ -80,7 +80,7 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// A future of the future that `f` returns for the value (Scala's `flatMap`).
     ///
     /// ```
-    /// let f = ito::Future::successful(3).flat_map(|x| ito::spawn_fn(move || x + 1));
+    /// let f = ito::Future::successful(3).flat_map(|x| ito::spawn_fn(move || x + 1).shared());
     /// assert_eq!(f.wait(), Ok(4));
     /// ```
     pub fn flat_map<U, F>(&self, f: F) -> Future<U>
@@ -133,7 +133,7 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     ///
     /// ```
     /// let f = ito::Future::<i32>::failed(ito::Failure::Timeout)
-    ///     .recover_with(|_| ito::spawn_fn(|| 7));
+    ///     .recover_with(|_| ito::spawn_fn(|| 7).shared());
     /// assert_eq!(f.wait(), Ok(7));
     /// ```
     pub fn recover_with<F>(&self, f: F) -> Future<T>
@@ -214,8 +214,8 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// Both values as a pair, once both succeed; the first failure otherwise.
     ///
     /// ```
-    /// let a = ito::spawn_fn(|| 1);
-    /// let b = ito::spawn_fn(|| "one");
+    /// let a = ito::spawn_fn(|| 1).shared();
+    /// let b = ito::spawn_fn(|| "one").shared();
     /// assert_eq!(a.zip(&b).wait(), Ok((1, "one")));
     /// ```
     pub fn zip<U>(&self, other: &Future<U>) -> Future<(T, U)>
@@ -228,8 +228,8 @@ impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// `f` of both values, once both succeed; the first failure otherwise.
     ///
     /// ```
-    /// let a = ito::spawn_fn(|| 20);
-    /// let b = ito::spawn_fn(|| 22);
+    /// let a = ito::spawn_fn(|| 20).shared();
+    /// let b = ito::spawn_fn(|| 22).shared();
     /// assert_eq!(a.zip_with(&b, |x, y| x + y).wait(), Ok(42));
     /// ```
     pub fn zip_with<U, R, F>(&self, other: &Future<U>, f: F) -> Future<R>
@@ -309,7 +309,7 @@ impl<T: Clone + Send + Sync + 'static> Future<Future<T>> {
     /// The result of the inner future.
     ///
     /// ```
-    /// let nested = ito::spawn_fn(|| ito::spawn_fn(|| 9));
+    /// let nested = ito::spawn_fn(|| ito::spawn_fn(|| 9).shared()).shared();
     /// assert_eq!(nested.flatten().wait(), Ok(9));
     /// ```
     pub fn flatten(&self) -> Future<T> {

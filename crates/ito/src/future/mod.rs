@@ -1,9 +1,17 @@
-//! Futures and promises: [`Future`], [`Promise`], combinators and collections.
+//! Futures and promises: [`Task`], [`Future`], [`Promise`], combinators and collections.
 //!
-//! A [`Future<T>`] is a cheap, cloneable handle on one completion cell that will hold
-//! `Result<T, Failure>`. It is filled by a task ([`spawn`](crate::spawn),
-//! [`spawn_fn`](crate::spawn_fn)), by a [`Promise`], or by a combinator. There are three ways
-//! to use the result, and all three scale:
+//! A result that will be available later, `Result<T, Failure>`, lives in one completion cell.
+//! It has two kinds of handles (`docs/results.md` has the why):
+//!
+//! - a [`Task<T>`] is its one reader: what [`spawn`](crate::spawn),
+//!   [`spawn_fn`](crate::spawn_fn), [`race`](crate::race) and
+//!   [`Promise::with_task`] return. The result *moves* to it (no `Clone`), and it is a
+//!   `std::future::Future`, so the ecosystem's combinators take it as it is.
+//! - a [`Future<T>`] is a cheap, cloneable handle that many readers share (Scala's semantics):
+//!   every reader gets a copy, so reading needs `T: Clone`. It is filled by a task
+//!   ([`Task::shared`]), by a [`Promise`], or by a combinator.
+//!
+//! There are three ways to use a `Future`'s result, and all three scale:
 //!
 //! - `.await` it in async code (the task suspends);
 //! - compose it ([`map`](Future::map), [`flat_map`](Future::flat_map),
@@ -21,7 +29,8 @@ mod collect;
 mod combinators;
 mod derived;
 pub(crate) mod notify;
-mod promise;
+pub(crate) mod promise;
+mod task;
 mod wait;
 
 use std::fmt;
@@ -33,6 +42,7 @@ pub use collect::{
     first_completed_of, first_success_of, fold, sequence, traverse, traverse_bounded,
 };
 pub use promise::{AlreadyCompleted, Promise};
+pub use task::Task;
 pub use wait::{Wait, WaitRef};
 
 use crate::Failure;
@@ -45,7 +55,7 @@ use cell::{CellHeader, CompletionCell};
 /// [module docs](self) for the ways to use it.
 ///
 /// ```
-/// let f = ito::spawn_fn(|| 6 * 7);
+/// let f = ito::spawn_fn(|| 6 * 7).shared();
 /// let g = f.map(|x| x + 1);
 /// assert_eq!(f.wait(), Ok(42));
 /// assert_eq!(ito::block_on(g), Ok(43));
@@ -195,12 +205,12 @@ impl<T> Future<T> {
     /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
     /// let gate = ito::Promise::<()>::new();
     /// let g = gate.future();
-    /// let task = rt.spawn(async move { g.await.unwrap(); "finished" });
+    /// let task = rt.spawn(async move { g.await.unwrap(); "finished" }).shared();
     /// let watcher = task.map(|s| s.len());
     /// assert!(task.cancel()); // the only handle: the task is dropped
     /// assert_eq!(watcher.wait(), Err(ito::Failure::Cancelled));
     ///
-    /// let shared = rt.spawn(async { 1 });
+    /// let shared = rt.spawn(async { 1 }).shared();
     /// let other = shared.clone();
     /// assert!(!shared.cancel()); // `other` still wants it
     /// assert_eq!(other.wait(), Ok(1));

@@ -4,8 +4,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use super::Future;
 use super::cell::{CellHeader, CellVTable, CompletionCell, HANDLE};
+use super::{Future, Task};
 use crate::Failure;
 use crate::loom::{AtomicUsize, Ordering};
 
@@ -13,9 +13,14 @@ use crate::loom::{AtomicUsize, Ordering};
 #[repr(C)]
 pub(crate) struct PromiseCell<T> {
     inner: CompletionCell<T>,
-    /// Live `Promise` handles. When it drops to 0 uncompleted, the cell breaks.
+    /// Live `Promise` handles, plus [`UNIQUE`]. When the count drops to 0 uncompleted, the
+    /// cell breaks.
     writers: AtomicUsize,
 }
+
+/// In `writers`: the cell's result has one reader, a [`Task`] ([`Promise::with_task`]), so
+/// [`Promise::future`] must not hand out a shared one.
+const UNIQUE: usize = 1 << (usize::BITS - 1);
 
 struct VTable<T>(PhantomData<T>);
 
@@ -86,6 +91,40 @@ unsafe impl<T: Send + Sync> Send for Promise<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for Promise<T> {}
 
+/// A writer of a promise made by [`Promise::with_task`], `Send` when `T` is: the value only
+/// moves in here and out through the one [`Task`], so nobody reads it by reference and
+/// `T: Sync` is not needed (for `spawn_blocking`, which has the same bounds as `spawn`).
+pub(crate) struct UniqueWriter<T>(Promise<T>);
+
+// SAFETY: see the type's docs: the only operations reachable are completing (moves a `T` in)
+// and dropping (breaks the promise); `future` is refused on a unique promise.
+unsafe impl<T: Send> Send for UniqueWriter<T> {}
+// SAFETY: as above: through `&UniqueWriter` a `T` can only be moved in.
+unsafe impl<T: Send> Sync for UniqueWriter<T> {}
+
+impl<T> UniqueWriter<T> {
+    /// A unique promise's writer and its reader.
+    pub(crate) fn new() -> (UniqueWriter<T>, Task<T>) {
+        let (p, t) = Promise::with_task();
+        (UniqueWriter(p), t)
+    }
+
+    /// [`Promise::try_complete`].
+    pub(crate) fn try_complete(&self, result: Result<T, Failure>) -> bool {
+        self.0.try_complete(result)
+    }
+
+    /// [`Promise::is_completed`].
+    pub(crate) fn is_completed(&self) -> bool {
+        self.0.is_completed()
+    }
+
+    /// [`Promise::try_failure`].
+    pub(crate) fn try_failure(&self, failure: Failure) -> bool {
+        self.0.try_failure(failure)
+    }
+}
+
 /// The promise was already completed; the value you tried to complete it with.
 ///
 /// ```
@@ -129,6 +168,30 @@ impl<T> Promise<T> {
         }
     }
 
+    /// A promise whose result has one reader, the returned [`Task`]: the value *moves* to
+    /// it, so `T` needs no `Clone` (and the promise's clones are writers, as usual). Such a
+    /// promise has no shared future: [`future`](Promise::future) panics on it.
+    ///
+    /// ```
+    /// let (p, t) = ito::Promise::with_task();
+    /// std::thread::spawn(move || p.success(std::fs::File::open("Cargo.toml")).unwrap());
+    /// assert!(t.wait().unwrap().is_ok());
+    /// ```
+    pub fn with_task() -> (Promise<T>, Task<T>) {
+        let ptr = alloc(PromiseCell {
+            inner: CompletionCell::new(1 + HANDLE, &VTable::<T>::VTABLE),
+            writers: AtomicUsize::new(UNIQUE | 1),
+        });
+        let p = Promise {
+            ptr,
+            _marker: PhantomData,
+        };
+        // SAFETY: the cell's handle reference goes to the task, its only reader: `future`
+        // refuses to make another (`UNIQUE`).
+        let t = unsafe { Task::from_raw(ptr.cast()) };
+        (p, t)
+    }
+
     #[inline]
     fn cell(&self) -> &PromiseCell<T> {
         // SAFETY: the handle owns a reference.
@@ -158,6 +221,10 @@ impl<T> Promise<T> {
 
     /// The future this promise completes. Call it as often as you like.
     ///
+    /// # Panics
+    /// On a promise made by [`with_task`](Promise::with_task), whose result has one reader
+    /// already.
+    ///
     /// ```
     /// let p = ito::Promise::new();
     /// let (a, b) = (p.future(), p.future());
@@ -165,6 +232,10 @@ impl<T> Promise<T> {
     /// assert_eq!((a.wait(), b.wait()), (Ok('x'), Ok('x')));
     /// ```
     pub fn future(&self) -> Future<T> {
+        assert!(
+            self.cell().writers.load(Ordering::Relaxed) & UNIQUE == 0,
+            "Promise::future on a promise made by Promise::with_task: its Task is its only reader"
+        );
         self.inner().header.inc_handle();
         // SAFETY: we just took a handle reference for it.
         unsafe { Future::from_raw(self.ptr.cast()) }
@@ -312,7 +383,7 @@ impl<T> Clone for Promise<T> {
 
 impl<T> Drop for Promise<T> {
     fn drop(&mut self) {
-        if self.cell().writers.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.cell().writers.fetch_sub(1, Ordering::AcqRel) & !UNIQUE == 1 {
             // The last writer: nobody can complete the cell any more.
             let _ = self.complete_cell(Err(Failure::BrokenPromise));
         }

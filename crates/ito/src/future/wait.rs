@@ -2,6 +2,7 @@
 
 use std::future::IntoFuture;
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
@@ -36,23 +37,45 @@ unsafe fn notify_async(node: NonNull<CellWaiter>, _cell: NonNull<CellHeader>, _a
     }
 }
 
-/// Registration state shared by [`Wait`] and [`WaitRef`].
-struct Registration {
-    node: AsyncNode,
+/// Registration of one async waiter on a cell: shared by [`Wait`], [`WaitRef`] and
+/// [`Task`](crate::Task), which read the value their own way once it is ready.
+///
+/// The node is written when it is registered, not when the registration is made: a handle
+/// that is never polled pending (most of them) pays only its flags.
+pub(crate) struct Registration {
+    /// Initialised while `registered`, and from the first registration on (a node taken back
+    /// from the list keeps its fields; the next registration overwrites them).
+    node: MaybeUninit<AsyncNode>,
+    /// Whether `node` is initialised.
+    written: bool,
     registered: bool,
     _pin: PhantomPinned,
 }
 
 impl Registration {
-    fn new() -> Self {
+    #[inline]
+    pub(crate) const fn new() -> Self {
         Registration {
-            node: AsyncNode {
-                waiter: CellWaiter::new_owner(notify_async),
-                waker: UnsafeCell::new(None),
-                done: AtomicBool::new(false),
-            },
+            node: MaybeUninit::uninit(),
+            written: false,
             registered: false,
             _pin: PhantomPinned,
+        }
+    }
+
+    /// The node; initialised (the caller checked `registered`, or wrote it).
+    fn node(&self) -> &AsyncNode {
+        debug_assert!(self.written);
+        // SAFETY: callers only ask while the node is initialised (`written`).
+        unsafe { self.node.assume_init_ref() }
+    }
+
+    /// Drops the node (its waker, if it still holds one), unless it is registered.
+    fn drop_node(&mut self) {
+        if self.written && !self.registered {
+            self.written = false;
+            // SAFETY: initialised, and off every list: nobody else sees it.
+            unsafe { self.node.assume_init_drop() };
         }
     }
 
@@ -62,44 +85,51 @@ impl Registration {
 
     /// Waits (briefly) until the completer is done with our node.
     fn wait_done(&self) {
-        while !self.node.done.load(Ordering::Acquire) {
+        while !self.node().done.load(Ordering::Acquire) {
             spin_loop();
         }
     }
 
-    fn poll<T: Clone>(
+    /// `Ready` once `cell` is complete (observed with `Acquire`), with the node off its list;
+    /// `Pending` with the node registered to wake `cx` otherwise.
+    pub(crate) fn poll_ready(
         self: Pin<&mut Self>,
-        inner: &CompletionCell<T>,
+        cell: &CellHeader,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<T, Failure>> {
+    ) -> Poll<()> {
         // SAFETY: we never move out of `self`; the node stays where it is while registered.
         let this = unsafe { self.get_unchecked_mut() };
-        if let Some(v) = inner.get() {
-            this.release(inner);
-            return Poll::Ready(v.clone());
+        if cell.is_complete() {
+            this.release(cell);
+            return Poll::Ready(());
         }
         if !this.registered {
-            let w = cx.waker().clone();
-            // SAFETY: not registered, so nobody else sees the node.
-            this.node.waker.with_mut(|p| unsafe { *p = Some(w) });
+            // Not registered, so nobody else sees the node: (re)write it whole, after dropping
+            // what an earlier registration left (a waker, if the node was taken back).
+            this.drop_node();
+            this.node.write(AsyncNode {
+                waiter: CellWaiter::new_owner(notify_async),
+                waker: UnsafeCell::new(Some(cx.waker().clone())),
+                done: AtomicBool::new(false),
+            });
+            this.written = true;
             // SAFETY: the node is pinned inside `self` and unlinked (or waited for) in `release`
             // before `self` is dropped.
-            if unsafe { inner.header.push(this.node_ptr()) } {
+            if unsafe { cell.push(this.node_ptr()) } {
                 this.registered = true;
                 return Poll::Pending;
             }
-            // SAFETY: the push was refused, the node is still ours.
-            this.node.waker.with_mut(|p| unsafe { *p = None });
-            let v = inner.get().expect("push refused only when complete");
-            return Poll::Ready(v.clone());
+            // The push was refused (the cell is complete): the node is still ours.
+            this.drop_node();
+            return Poll::Ready(());
         }
         // Re-polled while registered: keep the stored waker if it still wakes this task; else
         // clone the new one *before* locking and drop the old one *after*: a foreign waker's
         // clone or drop is user code and may reach this very cell.
-        let same = match inner.header.lock() {
+        let same = match cell.lock() {
             Locked::Held(_guard) => {
                 // SAFETY: registered and locked: the completer can't have taken the node.
-                this.node
+                this.node()
                     .waker
                     .with(|p| unsafe { (*p).as_ref().is_some_and(|w| w.will_wake(cx.waker())) })
             }
@@ -109,28 +139,27 @@ impl Registration {
             return Poll::Pending;
         }
         let new = cx.waker().clone();
-        match inner.header.lock() {
+        match cell.lock() {
             Locked::Held(guard) => {
                 // SAFETY: as above.
-                let old = this.node.waker.with_mut(|p| unsafe { (*p).replace(new) });
+                let old = this.node().waker.with_mut(|p| unsafe { (*p).replace(new) });
                 drop(guard);
                 drop(old);
                 Poll::Pending
             }
             Locked::Complete => {
-                this.release(inner);
-                let v = inner.get().expect("lock refused only when complete");
-                Poll::Ready(v.clone())
+                this.release(cell);
+                Poll::Ready(())
             }
         }
     }
 
     /// Takes the node out of the cell's list, or waits until the completer is done with it.
-    fn release<T>(&mut self, inner: &CompletionCell<T>) {
+    pub(crate) fn release(&mut self, cell: &CellHeader) {
         if !self.registered {
             return;
         }
-        match inner.header.lock() {
+        match cell.lock() {
             Locked::Held(mut guard) => {
                 // SAFETY: our node, registered on this cell and not yet unlinked.
                 let found = unsafe { guard.unlink(self.node_ptr()) };
@@ -142,10 +171,30 @@ impl Registration {
     }
 }
 
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // Its owner released it first (`release`), so it is off every list.
+        debug_assert!(!self.registered, "a registration dropped while on a list");
+        self.drop_node();
+    }
+}
+
+/// Polls `reg` on `inner` and clones the value once it is there.
+fn poll_clone<T: Clone>(
+    reg: Pin<&mut Registration>,
+    inner: &CompletionCell<T>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, Failure>> {
+    match reg.poll_ready(&inner.header, cx) {
+        Poll::Ready(()) => Poll::Ready(inner.get().expect("ready once complete").clone()),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
 /// The future returned by `.await`ing a [`Future`] by value.
 ///
 /// ```
-/// let f = ito::spawn_fn(|| 1);
+/// let f = ito::spawn_fn(|| 1).shared();
 /// assert_eq!(ito::block_on(async move { f.await }), Ok(1));
 /// ```
 #[must_use = "futures do nothing unless awaited"]
@@ -157,7 +206,7 @@ pub struct Wait<T> {
 /// The future returned by `.await`ing a `&`[`Future`].
 ///
 /// ```
-/// let f = ito::spawn_fn(|| 1);
+/// let f = ito::spawn_fn(|| 1).shared();
 /// let r = ito::block_on(async { (&f).await });
 /// assert_eq!(r, Ok(1));
 /// assert_eq!(f.value(), Some(Ok(1)));
@@ -175,7 +224,7 @@ impl<T: Clone> std::future::Future for Wait<T> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: `reg` is pinned because `self` is.
         let reg = unsafe { Pin::new_unchecked(&mut this.reg) };
-        reg.poll(this.fut.inner(), cx)
+        poll_clone(reg, this.fut.inner(), cx)
     }
 }
 
@@ -186,19 +235,19 @@ impl<T: Clone> std::future::Future for WaitRef<'_, T> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: `reg` is pinned because `self` is.
         let reg = unsafe { Pin::new_unchecked(&mut this.reg) };
-        reg.poll(this.fut.inner(), cx)
+        poll_clone(reg, this.fut.inner(), cx)
     }
 }
 
 impl<T> Drop for Wait<T> {
     fn drop(&mut self) {
-        self.reg.release(self.fut.inner());
+        self.reg.release(self.fut.header());
     }
 }
 
 impl<T> Drop for WaitRef<'_, T> {
     fn drop(&mut self) {
-        self.reg.release(self.fut.inner());
+        self.reg.release(self.fut.header());
     }
 }
 

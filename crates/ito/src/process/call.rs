@@ -1,5 +1,7 @@
-//! Request and reply (gen_server's `call`), built on a [`Promise`]: the caller sends a message
-//! carrying a [`ReplyTo`], and waits on the promise's future with a timeout.
+//! Request and reply (gen_server's `call`), built on a promise with one reader
+//! ([`Promise::with_task`](crate::Promise::with_task)): the caller sends a message carrying a
+//! [`ReplyTo`], and waits on the promise's [`Task`](crate::Task) with a timeout. The answer
+//! moves from the server to the caller: no `Clone`, no lock.
 //!
 //! If the server drops the `ReplyTo` without answering (it ended, or it dropped the message
 //! when its mailbox closed) the promise breaks and the caller hears [`CallError::NoReply`] at
@@ -7,20 +9,11 @@
 
 use std::error::Error;
 use std::fmt;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::pid::Pid;
-use crate::{Failure, Promise};
-
-/// The reply slot: the reply moves through the promise's cell without needing `Clone`.
-struct Slot<R>(Arc<Mutex<Option<R>>>);
-
-impl<R> Clone for Slot<R> {
-    fn clone(&self) -> Self {
-        Slot(self.0.clone())
-    }
-}
+use crate::Failure;
+use crate::future::promise::UniqueWriter;
 
 /// Where a server sends the answer to one [`call`].
 ///
@@ -35,7 +28,7 @@ impl<R> Clone for Slot<R> {
 /// assert_eq!(r.unwrap(), 42);
 /// ```
 pub struct ReplyTo<R> {
-    promise: Promise<Slot<R>>,
+    promise: UniqueWriter<R>,
 }
 
 impl<R: Send + 'static> ReplyTo<R> {
@@ -44,9 +37,7 @@ impl<R: Send + 'static> ReplyTo<R> {
     ///
     /// See [`ReplyTo`] for an example.
     pub fn reply(self, value: R) {
-        let _ = self
-            .promise
-            .try_success(Slot(Arc::new(Mutex::new(Some(value)))));
+        let _ = self.promise.try_complete(Ok(value));
     }
 }
 
@@ -134,15 +125,11 @@ where
     M: Send + 'static,
     R: Send + 'static,
 {
-    let promise = Promise::new();
-    let answer = promise.future();
+    let (promise, answer) = UniqueWriter::new();
     pid.send(make(ReplyTo { promise }))
         .map_err(|e| CallError::NoProc(e.0))?;
     match crate::timeout(timeout, answer).await {
-        Ok(Ok(slot)) => {
-            let value = slot.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-            value.ok_or(CallError::NoReply)
-        }
+        Ok(Ok(value)) => Ok(value),
         Ok(Err(_broken)) => Err(CallError::NoReply),
         Err(Failure::Timeout) => Err(CallError::Timeout),
         Err(_) => Err(CallError::NoReply),

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use super::Shared;
 use crate::Failure;
-use crate::future::{Future, Promise};
+use crate::future::Task;
+use crate::future::promise::UniqueWriter;
 use crate::trace::Kind;
 
 /// How long an idle blocking thread lingers before exiting.
@@ -46,13 +47,12 @@ impl BlockingPool {
     }
 
     /// Runs `f` on a blocking thread of `shared`'s pool.
-    pub(crate) fn spawn<F, T>(&self, shared: &'static Shared, f: F) -> Future<T>
+    pub(crate) fn spawn<F, T>(&self, shared: &'static Shared, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,
-        T: Send + Sync + 'static,
+        T: Send + 'static,
     {
-        let p = Promise::new();
-        let fut = p.future();
+        let (p, fut) = UniqueWriter::new();
         let job: Job = Box::new(move || {
             let r = catch_unwind(AssertUnwindSafe(f)).map_err(Failure::from_panic);
             p.try_complete(r);

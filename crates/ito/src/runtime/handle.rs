@@ -5,7 +5,7 @@ use std::io;
 use std::sync::OnceLock;
 
 use super::{Builder, Metrics, Shared, block_on, inject, worker};
-use crate::future::Future;
+use crate::future::Task;
 
 /// A pool of worker threads running tasks, futures, and blocking jobs.
 ///
@@ -47,13 +47,13 @@ impl Runtime {
         Builder::default().build()
     }
 
-    /// Spawns an async task; its output completes the returned future.
+    /// Spawns an async task; its output goes to the returned [`Task`].
     ///
     /// ```
     /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
     /// assert_eq!(rt.spawn(async { 7 }).wait(), Ok(7));
     /// ```
-    pub fn spawn<F>(&self, fut: F) -> Future<F::Output>
+    pub fn spawn<F>(&self, fut: F) -> Task<F::Output>
     where
         F: StdFuture + Send + 'static,
         F::Output: Send + 'static,
@@ -67,7 +67,7 @@ impl Runtime {
     /// let rt = ito::Runtime::builder().workers(1).build().unwrap();
     /// assert_eq!(rt.spawn_fn(|| "done").wait(), Ok("done"));
     /// ```
-    pub fn spawn_fn<F, T>(&self, f: F) -> Future<T>
+    pub fn spawn_fn<F, T>(&self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -83,10 +83,10 @@ impl Runtime {
     /// let f = rt.spawn_blocking(|| std::fs::metadata(".").is_ok());
     /// assert_eq!(f.wait(), Ok(true));
     /// ```
-    pub fn spawn_blocking<F, T>(&self, f: F) -> Future<T>
+    pub fn spawn_blocking<F, T>(&self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,
-        T: Send + Sync + 'static,
+        T: Send + 'static,
     {
         self.shared.blocking.spawn(self.shared, f)
     }

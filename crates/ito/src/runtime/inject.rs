@@ -7,7 +7,7 @@
 use std::future::Future as StdFuture;
 
 use super::{Shared, threads, worker};
-use crate::future::Future;
+use crate::future::Task;
 use crate::task::{self, Schedule, TaskRef};
 use crate::trace;
 
@@ -97,7 +97,7 @@ impl Schedule for Shared {
 
 /// Spawns an async task on `shared`.
 #[inline]
-pub(crate) fn spawn_on<F>(shared: &'static Shared, fut: F) -> Future<F::Output>
+pub(crate) fn spawn_on<F>(shared: &'static Shared, fut: F) -> Task<F::Output>
 where
     F: StdFuture + Send + 'static,
     F::Output: Send + 'static,
@@ -107,7 +107,7 @@ where
     f
 }
 
-/// Spawns an async task on `shared` that nobody can await: no [`Future`], no result kept
+/// Spawns an async task on `shared` that nobody can await: no [`Task`], no result kept
 /// (a process; see `task::new_detached`).
 #[inline]
 pub(crate) fn spawn_detached_future_on<F>(shared: &'static Shared, fut: F)
@@ -119,7 +119,7 @@ where
 
 /// Spawns a closure task on `shared`.
 #[inline]
-pub(crate) fn spawn_fn_on<F, T>(shared: &'static Shared, f: F) -> Future<T>
+pub(crate) fn spawn_fn_on<F, T>(shared: &'static Shared, f: F) -> Task<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

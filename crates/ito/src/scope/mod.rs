@@ -11,7 +11,7 @@
 //! failures at the end.
 //!
 //! [`scope_fn`] blocks the caller (without pinning a worker, like
-//! [`Future::wait`]), so its children may borrow from the caller's frame, as with
+//! [`Task::wait`]), so its children may borrow from the caller's frame, as with
 //! `std::thread::scope` or `rayon::scope`. [`scope`] is the async version: `.await`ing it
 //! blocks nothing, and for that reason its children must be `'static`. An async scope that
 //! lent its children borrowed data would be unsound: a caller can poll it once and then
@@ -25,8 +25,10 @@
 //! Each child's cell gets a completion callback that records a failure (and, in a normal
 //! scope, cancels the rest) and drops the unit; the unit count reaching zero completes the
 //! scope's `done` promise, which the scope waits for. Children are tracked by an internal
-//! reference on their cell (`ChildRef`), not by a `Future` handle, so the `Future`s that
-//! `spawn` returns are the caller's alone (their [`Future::cancel`] works as usual).
+//! reference on their cell (`ChildRef`), not by a handle, so the [`Task`]s that `spawn`
+//! returns are the caller's alone (they move their results out, and [`Task::abort`] works as
+//! usual). The callback looks only at a failure, which stays in the cell while a `Task`
+//! moves a success out.
 //!
 //! Borrowing children (`scope_fn`) are boxed and their lifetime erased to `'static`: that is
 //! sound because `scope_fn` returns only after every child's cell completed, and a task's cell
@@ -54,7 +56,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::future::cell::CellHeader;
 use crate::runtime::Shared;
-use crate::{Failure, Future, Promise};
+use crate::{Failure, Promise, Task};
 
 /// Why a scope failed: the first failure of a child, and all of them.
 ///
@@ -115,7 +117,7 @@ impl From<ScopeError> for Failure {
     }
 }
 
-/// An internal (non-`Future`) reference on a child task's cell.
+/// An internal (non-handle) reference on a child task's cell.
 pub(crate) struct ChildRef(NonNull<CellHeader>);
 
 // SAFETY: the cell is shared by design; we only use its atomic refcount, its completion
@@ -125,11 +127,13 @@ unsafe impl Send for ChildRef {}
 unsafe impl Sync for ChildRef {}
 
 impl ChildRef {
-    pub(crate) fn new<T>(f: &Future<T>) -> ChildRef {
-        f.header().inc_ref();
-        // Not `NonNull::from(f.header())`: this pointer may give up the last reference (or
-        // hand the task to a queue), which frees the allocation through it.
-        ChildRef(f.cell_ptr())
+    pub(crate) fn new<T>(t: &Task<T>) -> ChildRef {
+        let cell = t.cell_ptr();
+        // SAFETY: the handle keeps the cell alive.
+        unsafe { cell.as_ref() }.inc_ref();
+        // Not `NonNull::from(header)`: this pointer may give up the last reference (or hand
+        // the task to a queue), which frees the allocation through it.
+        ChildRef(cell)
     }
 
     pub(crate) fn abort(&self) {
@@ -228,7 +232,7 @@ impl ScopeShared {
 
     /// Tracks a freshly spawned child (whose unit [`enter`](Self::enter) took) until it
     /// completes.
-    fn track<T: Send + Sync + 'static>(self: &Arc<Self>, child: &Future<T>) {
+    fn track<T: Send + 'static>(self: &Arc<Self>, child: &Task<T>) {
         let (id, cancelling) = {
             let mut c = self.children.lock().unwrap();
             let id = c.next_id;
@@ -245,6 +249,8 @@ impl ScopeShared {
             child.abort();
         }
         let me = self.clone();
+        // Only the failure is looked at: the child's `Task` may be moving a success out
+        // meanwhile, but a failure stays in the cell (`future::cell`, "Who touches what").
         child.inner().on_complete_raw(move |r| {
             me.child_done(id, r.as_ref().err());
         });
@@ -373,13 +379,13 @@ impl<'scope> Scope<'scope, '_> {
     /// });
     /// assert_eq!(r.unwrap().wait(), Ok(3));
     /// ```
-    pub fn spawn<F>(&self, fut: F) -> Future<F::Output>
+    pub fn spawn<F>(&self, fut: F) -> Task<F::Output>
     where
         F: StdFuture + Send + 'scope,
-        F::Output: Send + Sync + 'static,
+        F::Output: Send + 'static,
     {
         if !self.shared.enter() {
-            return Future::failed(Failure::Cancelled);
+            return Task::completed(Err(Failure::Cancelled));
         }
         let boxed: Pin<Box<dyn StdFuture<Output = F::Output> + Send + 'scope>> = Box::pin(fut);
         // SAFETY: only the lifetime changes. The scope does not end (a `scope_fn` does not
@@ -405,13 +411,13 @@ impl<'scope> Scope<'scope, '_> {
     /// .unwrap();
     /// assert_eq!(counts, [0, 10, 20, 30]);
     /// ```
-    pub fn spawn_fn<F, T>(&self, f: F) -> Future<T>
+    pub fn spawn_fn<F, T>(&self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'scope,
-        T: Send + Sync + 'static,
+        T: Send + 'static,
     {
         if !self.shared.enter() {
-            return Future::failed(Failure::Cancelled);
+            return Task::completed(Err(Failure::Cancelled));
         }
         let boxed: Box<dyn FnOnce() -> T + Send + 'scope> = Box::new(f);
         // SAFETY: as in `spawn`: the closure is consumed before its task's cell completes,
@@ -423,7 +429,7 @@ impl<'scope> Scope<'scope, '_> {
     }
 
     /// Cancels every child, running or not; a child spawned from now on is not started (its
-    /// future fails with [`Failure::Cancelled`] at once). The cancelled children are not
+    /// [`Task`] fails with [`Failure::Cancelled`] at once). The cancelled children are not
     /// failures.
     ///
     /// ```
@@ -455,7 +461,7 @@ impl<'scope> Scope<'scope, '_> {
 }
 
 /// An async scope's handle can be cloned into its children, so that they spawn siblings. A
-/// child spawned through a clone after the scope has ended is not spawned: its future fails
+/// child spawned through a clone after the scope has ended is not spawned: its [`Task`] fails
 /// with [`Failure::Cancelled`] at once; a scope never gains children after it ended.
 ///
 /// ```
@@ -515,7 +521,7 @@ where
 /// returned in a [`ScopeError`] (with any others that happened).
 ///
 /// It blocks the calling thread; on a worker it first runs children that nobody has started,
-/// and otherwise hands the worker's place to another thread, like [`Future::wait`]. If `f`
+/// and otherwise hands the worker's place to another thread, like [`Task::wait`]. If `f`
 /// panics, the children are cancelled and waited for, then the panic resumes.
 ///
 /// ```

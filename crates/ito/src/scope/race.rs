@@ -3,7 +3,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::{Failure, Future, Promise};
+use crate::future::promise::UniqueWriter;
+use crate::{Failure, Task};
 
 /// Which results may win.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -13,19 +14,19 @@ enum Wins {
 }
 
 struct Race<T> {
-    out: Promise<T>,
+    out: UniqueWriter<T>,
     wins: Wins,
     /// The contenders, until the winner (or the last failure) takes them to cancel the rest.
-    handles: Mutex<Option<Vec<Future<T>>>>,
+    /// Their results are read by the completion callbacks (`start`), never through these.
+    handles: Mutex<Option<Vec<Task<T>>>>,
     winner: AtomicUsize,
     /// Contenders that have not failed yet (for `first_ok`).
     alive: AtomicUsize,
 }
 
-impl<T: Clone + Send + Sync + 'static> Race<T> {
-    fn start(futures: Vec<Future<T>>, wins: Wins) -> Future<T> {
-        let out = Promise::new();
-        let result = out.future();
+impl<T: Send + 'static> Race<T> {
+    fn start(futures: Vec<Task<T>>, wins: Wins) -> Task<T> {
+        let (out, result) = UniqueWriter::new();
         if futures.is_empty() {
             let _ = out.try_failure(Failure::NoSuchElement);
             return result;
@@ -39,7 +40,9 @@ impl<T: Clone + Send + Sync + 'static> Race<T> {
         });
         for (i, f) in futures.iter().enumerate() {
             let r = race.clone();
-            f.inner().on_complete_raw(move |v| r.finished(i, v));
+            // SAFETY: the race consumed the contender's `Task`, its only reader, and reads
+            // the result only here; the `Task` is kept just to abort it.
+            unsafe { f.inner().on_complete_take(move |v| r.finished(i, v)) };
         }
         *race.handles.lock().unwrap() = Some(futures);
         if race.out.is_completed() {
@@ -49,13 +52,13 @@ impl<T: Clone + Send + Sync + 'static> Race<T> {
         result
     }
 
-    fn finished(&self, i: usize, v: &Result<T, Failure>) {
+    fn finished(&self, i: usize, v: Result<T, Failure>) {
         let wins = match v {
             Ok(_) => true,
             Err(_) if self.wins == Wins::Any => true,
             Err(_) => self.alive.fetch_sub(1, Ordering::AcqRel) == 1, // the last failure
         };
-        if wins && self.out.try_complete(v.clone()) {
+        if wins && self.out.try_complete(v) {
             self.winner.store(i, Ordering::Release);
             self.cancel_losers();
         }
@@ -68,14 +71,15 @@ impl<T: Clone + Send + Sync + 'static> Race<T> {
         let winner = self.winner.load(Ordering::Acquire);
         for (i, h) in handles.into_iter().enumerate() {
             if i != winner {
-                h.cancel();
+                h.abort();
             }
         }
     }
 }
 
 /// The result of whichever of `a` and `b` completes first, success or failure; the other is
-/// cancelled (see [`Future::cancel`]: a task nobody else holds a future of is cancelled).
+/// cancelled ([`Task::abort`]). The result moves through: `T` needs no `Clone`. Aborting the
+/// returned `Task` does not cancel the contenders (it is a race's result, not a task's).
 ///
 /// ```
 /// use std::time::Duration;
@@ -86,9 +90,9 @@ impl<T: Clone + Send + Sync + 'static> Race<T> {
 /// });
 /// assert_eq!(ito::race(fast, slow).wait(), Ok("fast"));
 /// ```
-pub fn race<T>(a: Future<T>, b: Future<T>) -> Future<T>
+pub fn race<T>(a: Task<T>, b: Task<T>) -> Task<T>
 where
-    T: Clone + Send + Sync + 'static,
+    T: Send + 'static,
 {
     Race::start(vec![a, b], Wins::Any)
 }
@@ -102,13 +106,13 @@ where
 ///     ito::spawn_fn(|| 7),
 /// ];
 /// assert_eq!(ito::first_ok(attempts).wait(), Ok(7));
-/// let none: Vec<ito::Future<u32>> = Vec::new();
+/// let none: Vec<ito::Task<u32>> = Vec::new();
 /// assert_eq!(ito::first_ok(none).wait(), Err(ito::Failure::NoSuchElement));
 /// ```
-pub fn first_ok<T, I>(futures: I) -> Future<T>
+pub fn first_ok<T, I>(futures: I) -> Task<T>
 where
-    T: Clone + Send + Sync + 'static,
-    I: IntoIterator<Item = Future<T>>,
+    T: Send + 'static,
+    I: IntoIterator<Item = Task<T>>,
 {
     Race::start(futures.into_iter().collect(), Wins::Success)
 }

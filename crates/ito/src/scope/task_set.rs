@@ -3,15 +3,15 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::{Future as StdFuture, poll_fn};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 
-use super::ChildRef;
-use crate::{Failure, Future};
+use crate::future::cell::CompletionCell;
+use crate::{Failure, Task};
 
-/// A set of tasks whose results you take in the order they complete. Dropping the set
-/// cancels the tasks still running (as [`cancel_all`](TaskSet::cancel_all) does).
+/// A set of tasks whose results you take in the order they complete. The results move
+/// through the set (`T` needs no `Clone`). Dropping the set cancels the tasks still running
+/// (as [`cancel_all`](TaskSet::cancel_all) does).
 ///
 /// ```
 /// use std::time::Duration;
@@ -34,12 +34,14 @@ pub struct TaskSet<T> {
 
 struct SetState<T> {
     next_id: u64,
-    live: BTreeMap<u64, ChildRef>,
+    /// The running tasks' handles, kept to abort them: their results are read by the
+    /// completion callbacks (`track`), never through these.
+    live: BTreeMap<u64, Task<T>>,
     ready: VecDeque<Result<T, Failure>>,
     waker: Option<Waker>,
 }
 
-impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
+impl<T: Send + 'static> TaskSet<T> {
     /// An empty set.
     ///
     /// ```
@@ -85,31 +87,32 @@ impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
         self.track(crate::spawn_fn(f));
     }
 
-    fn track(&mut self, child: Future<T>) {
+    fn track(&mut self, child: Task<T>) {
+        let cell = child.inner() as *const CompletionCell<T>;
         let id = {
             let mut s = self.shared.lock().unwrap();
             let id = s.next_id;
             s.next_id += 1;
-            s.live.insert(id, ChildRef::new(&child));
+            s.live.insert(id, child);
             id
         };
         let shared = self.shared.clone();
-        child.inner().on_complete_raw(move |r| {
-            // Cloned before locking: a panicking `Clone` under the lock would poison the set,
-            // losing this result and its wake-up. A failed clone is a failure like any other
-            // (as in the combinators).
-            let r = catch_unwind(AssertUnwindSafe(|| r.clone()))
-                .unwrap_or_else(|payload| Err(Failure::from_panic(payload)));
+        let on_done = move |r| {
             let (removed, waker) = {
                 let mut s = shared.lock().unwrap();
                 s.ready.push_back(r);
                 (s.live.remove(&id), s.waker.take())
             };
-            drop(removed);
+            drop(removed); // outside the lock: it may free the task
             if let Some(w) = waker {
                 w.wake();
             }
-        });
+        };
+        // SAFETY: the handle in `live` keeps the cell alive until the callback removes it
+        // (only the callback removes entries; `join_next` and `drop` need `&mut self`, which we
+        // hold). The set consumed the task's `Task`, its only reader, and reads the result
+        // only here.
+        unsafe { (*cell).on_complete_take(on_done) };
     }
 
     /// The next result in completion order, or `None` once the set is empty.
@@ -187,8 +190,8 @@ impl<T: Clone + Send + Sync + 'static> TaskSet<T> {
 /// Cancels the set's running tasks; they are taken out under the lock and cancelled outside
 /// it (a poisoned lock means a bug already reported; there is nothing left to cancel then).
 fn abort_live<T>(shared: &Mutex<SetState<T>>) {
-    let live: Vec<ChildRef> = match shared.lock() {
-        Ok(s) => s.live.values().cloned().collect(),
+    let live: Vec<_> = match shared.lock() {
+        Ok(s) => s.live.values().map(|t| super::ChildRef::new(t)).collect(),
         Err(_) => return,
     };
     for c in &live {
@@ -202,7 +205,7 @@ impl<T> Drop for TaskSet<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> Default for TaskSet<T> {
+impl<T: Send + 'static> Default for TaskSet<T> {
     fn default() -> Self {
         TaskSet::new()
     }

@@ -33,7 +33,7 @@ use crate::{Future, Promise};
 ///         ito::spawn(async move { b.wait().await.is_leader() })
 ///     })
 ///     .collect();
-/// let leaders = tasks.iter().filter(|t| t.wait().unwrap()).count();
+/// let leaders = tasks.into_iter().map(|t| t.wait().unwrap()).filter(|l| *l).count();
 /// assert_eq!(leaders, 1);
 /// ```
 pub struct Barrier {

@@ -41,7 +41,7 @@ use super::{Cancelled, block, spin_briefly};
 ///         })
 ///     })
 ///     .collect();
-/// tasks.iter().for_each(|t| t.wait().unwrap());
+/// tasks.into_iter().for_each(|t| t.wait().unwrap());
 /// assert_eq!(log.lock_blocking().unwrap().len(), 4);
 /// ```
 pub struct Mutex<T: ?Sized> {

@@ -48,7 +48,7 @@ use super::acquire::{AcquireOwned, RawAcquire};
 use super::permit::OwnedSemaphorePermit;
 use super::semaphore::Semaphore;
 use super::{Cancelled, block, spin_briefly};
-use crate::{Future, runtime, task};
+use crate::{Task, runtime, task};
 
 /// Runs at most `limit` of its tasks at a time; the others wait, in spawn order, without
 /// costing more than their allocation. Cloning a pool gives another handle on the same slots.
@@ -69,7 +69,7 @@ use crate::{Future, runtime, task};
 ///         })
 ///     })
 ///     .collect();
-/// let sum: i32 = tasks.iter().map(|t| t.wait().unwrap()).sum();
+/// let sum: i32 = tasks.into_iter().map(|t| t.wait().unwrap()).sum();
 /// assert_eq!(sum, 45);
 /// assert!(max.load(Ordering::SeqCst) <= 2);
 /// ```
@@ -147,7 +147,7 @@ impl Pool {
     /// let f = pool.spawn(async { 6 * 7 });
     /// assert_eq!(f.wait(), Ok(42));
     /// ```
-    pub fn spawn<F>(&self, fut: F) -> Future<F::Output>
+    pub fn spawn<F>(&self, fut: F) -> Task<F::Output>
     where
         F: StdFuture + Send + 'static,
         F::Output: Send + 'static,
@@ -172,10 +172,10 @@ impl Pool {
     /// ```
     /// let pool = ito::sync::Pool::new(1);
     /// let fs: Vec<_> = (0..5).map(|i| pool.spawn_fn(move || i * i)).collect();
-    /// let squares: Vec<i32> = fs.iter().map(|f| f.wait().unwrap()).collect();
+    /// let squares: Vec<i32> = fs.into_iter().map(|f| f.wait().unwrap()).collect();
     /// assert_eq!(squares, [0, 1, 4, 9, 16]);
     /// ```
-    pub fn spawn_fn<F, T>(&self, f: F) -> Future<T>
+    pub fn spawn_fn<F, T>(&self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -226,9 +226,9 @@ impl Pool {
     /// let fs: Vec<_> = (0..6)
     ///     .map(|i| pool.spawn_blocking_wait(async move { i + 1 }).unwrap())
     ///     .collect();
-    /// assert_eq!(fs.iter().map(|f| f.wait().unwrap()).sum::<i32>(), 21);
+    /// assert_eq!(fs.into_iter().map(|f| f.wait().unwrap()).sum::<i32>(), 21);
     /// ```
-    pub fn spawn_blocking_wait<F>(&self, fut: F) -> Result<Future<F::Output>, Cancelled>
+    pub fn spawn_blocking_wait<F>(&self, fut: F) -> Result<Task<F::Output>, Cancelled>
     where
         F: StdFuture + Send + 'static,
         F::Output: Send + 'static,
@@ -269,7 +269,7 @@ impl Reservation {
     /// let f = pool.reserve_blocking().unwrap().spawn(async { 5 });
     /// assert_eq!(f.wait(), Ok(5));
     /// ```
-    pub fn spawn<F>(self, fut: F) -> Future<F::Output>
+    pub fn spawn<F>(self, fut: F) -> Task<F::Output>
     where
         F: StdFuture + Send + 'static,
         F::Output: Send + 'static,
@@ -284,7 +284,7 @@ impl Reservation {
     /// let f = pool.reserve_blocking().unwrap().spawn_fn(|| "x");
     /// assert_eq!(f.wait(), Ok("x"));
     /// ```
-    pub fn spawn_fn<F, T>(self, f: F) -> Future<T>
+    pub fn spawn_fn<F, T>(self, f: F) -> Task<T>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,

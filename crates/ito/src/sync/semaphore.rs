@@ -76,7 +76,7 @@ const SHIFT: usize = 2;
 ///         })
 ///     })
 ///     .collect();
-/// let sum: i32 = tasks.iter().map(|t| t.wait().unwrap()).sum();
+/// let sum: i32 = tasks.into_iter().map(|t| t.wait().unwrap()).sum();
 /// assert_eq!(sum, 56);
 /// ```
 pub struct Semaphore {

@@ -1,5 +1,5 @@
 //! The raw task: one allocation (from the task slab, `slab.rs`) holding the task header,
-//! where its outcome goes (the completion cell of its [`Future`]), and the body (a closure or
+//! where its outcome goes (the completion cell its [`Task`] reads), and the body (a closure or
 //! an async future).
 //!
 //! ```text
@@ -7,7 +7,7 @@
 //! ┌──────────────────────────────┐
 //! │ Header   state, vtable, sched │ ← TaskRef (queue entries) and wakers point here
 //! ├──────────────────────────────┤
-//! │ O = CompletionCell<T>: cell header,   │ ← Future<T> handles point here; the refcount lives in
+//! │ O = CompletionCell<T>: cell header,   │ ← Task<T> / Future<T> handles point here; the refcount lives in
 //! │     value; or Refs           │   the cell header (or is all there is: `Refs`)
 //! ├──────────────────────────────┤
 //! │ body: B (dropped when done)  │
@@ -48,7 +48,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
 use crate::Failure;
-use crate::future::Future;
+use crate::future::Task;
 use crate::future::cell::{self, CellHeader, CellVTable, CompletionCell, HANDLE};
 use crate::loom::{AtomicUsize, UnsafeCell};
 use state::{AfterPoll, CancelRequest, Claim, State};
@@ -118,7 +118,7 @@ struct TaskCell<B, O> {
 
 /// Where a task's outcome goes, and where its reference count lives.
 ///
-/// - `CompletionCell<T>`: the completion cell of the task's [`Future`] (a `Result<T, Failure>` slot
+/// - `CompletionCell<T>`: the completion cell of the task's [`Task`] (a `Result<T, Failure>` slot
 ///   and the waiters); the count is the cell header's.
 /// - [`Refs`]: nowhere. For a task nobody can await (a process reports its end through its
 ///   process block): the count alone, and the task saves the cell (40 bytes).
@@ -469,21 +469,30 @@ fn alloc_cell<B, T, O: Outcome<T>>(
     ptr
 }
 
-/// Allocates a task with `body`, one reference for the returned entry and one for the future.
+/// Allocates a task with `body`, one reference for the returned entry and one for the handle.
+#[inline]
 fn alloc<B, T: 'static>(
     body: B,
     sched: &'static Scheduler,
     vtable: &'static TaskVTable,
-) -> (TaskRef, Future<T>) {
+) -> (TaskRef, Task<T>) {
+    let (task, cell) = alloc_raw::<B, T>(body, sched, vtable);
+    // SAFETY: the cell carries the handle reference and has no other handle.
+    (task, unsafe { Task::from_raw(cell) })
+}
+
+/// [`alloc`], returning the cell's pointer (which carries the handle reference): two words,
+/// returned in registers, however large a `Task` is.
+fn alloc_raw<B, T: 'static>(
+    body: B,
+    sched: &'static Scheduler,
+    vtable: &'static TaskVTable,
+) -> (TaskRef, NonNull<CompletionCell<T>>) {
     let inner = CompletionCell::new(HANDLE + 1, &Kind::<B, T>::CELL_VTABLE);
     let ptr = alloc_cell::<B, T, CompletionCell<T>>(body, sched, vtable, inner);
     // SAFETY: the cell is at its field inside the fresh allocation; it carries 2 references.
-    let fut = unsafe {
-        Future::from_raw(NonNull::new_unchecked(std::ptr::addr_of_mut!(
-            (*ptr.as_ptr()).inner
-        )))
-    };
-    (TaskRef(ptr.cast()), fut)
+    let cell = unsafe { NonNull::new_unchecked(std::ptr::addr_of_mut!((*ptr.as_ptr()).inner)) };
+    (TaskRef(ptr.cast()), cell)
 }
 
 /// Completes the task's outcome and marks the task complete. The body must already be dropped.
@@ -547,8 +556,9 @@ impl<F: FnOnce() -> T + Send + 'static, T: Send + 'static> FnTask<F, T> {
     }
 }
 
-/// A task running `f` on a worker. Returns the queue entry to schedule and the future.
-pub(crate) fn new_fn<F, T>(f: F, sched: &'static Scheduler) -> (TaskRef, Future<T>)
+/// A task running `f` on a worker. Returns the queue entry to schedule and the handle.
+#[inline]
+pub(crate) fn new_fn<F, T>(f: F, sched: &'static Scheduler) -> (TaskRef, Task<T>)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -629,8 +639,9 @@ where
     }
 }
 
-/// A task polling `fut` on a worker. Returns the queue entry to schedule and the future.
-pub(crate) fn new_future<G>(fut: G, sched: &'static Scheduler) -> (TaskRef, Future<G::Output>)
+/// A task polling `fut` on a worker. Returns the queue entry to schedule and the handle.
+#[inline]
+pub(crate) fn new_future<G>(fut: G, sched: &'static Scheduler) -> (TaskRef, Task<G::Output>)
 where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,
@@ -638,7 +649,7 @@ where
     alloc(fut, sched, &FutTask::<G, CompletionCell<G::Output>>::VTABLE)
 }
 
-/// A task polling `fut` on a worker that nobody can await (no [`Future`], no result kept: a
+/// A task polling `fut` on a worker that nobody can await (no [`Task`], no result kept: a
 /// process, which reports its end through its process block). Returns the queue entry to
 /// schedule, the task's only reference.
 pub(crate) fn new_detached<G>(fut: G, sched: &'static Scheduler) -> TaskRef
@@ -673,7 +684,7 @@ pub(crate) fn new_future_idle<G>(
     fut: G,
     sched: &'static Scheduler,
     init: impl FnOnce(std::pin::Pin<&mut G>, &std::task::Waker),
-) -> Future<G::Output>
+) -> Task<G::Output>
 where
     G: StdFuture + Send + 'static,
     G::Output: Send + 'static,

@@ -119,3 +119,90 @@ fn async_waiter_dropped_during_completion() {
         assert_eq!(f.value(), Some(Err(Failure::Timeout)));
     });
 }
+
+/// Counts its drops.
+struct Counted(Arc<AtomicUsize>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A unique reader (`Task`) moves a success out while the completer is still notifying: it is
+/// polled, re-polled with another waker, and takes the value exactly once; the cell then
+/// does not drop it again. An internal observer (as a scope's callback) sees the completion.
+#[test]
+fn unique_reader_takes_the_value_once() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let observed = Arc::new(AtomicUsize::new(0));
+        let (p, task) = Promise::<Counted>::with_task();
+        let o = observed.clone();
+        task.inner().on_complete_raw(move |r| {
+            // Only the failure side, as the scope does.
+            assert!(r.as_ref().err().is_none());
+            o.fetch_add(1, Ordering::SeqCst);
+        });
+        let d = drops.clone();
+        let t = thread::spawn(move || {
+            assert!(p.try_success(Counted(d)));
+        });
+        let w1 = StdArc::new(CountWake::default());
+        let w2 = StdArc::new(CountWake::default());
+        let waker1 = Waker::from(w1.clone());
+        let waker2 = Waker::from(w2.clone());
+        let mut task = pin!(task);
+        let mut got = match task.as_mut().poll(&mut Context::from_waker(&waker1)) {
+            Poll::Ready(v) => Some(v),
+            Poll::Pending => match task.as_mut().poll(&mut Context::from_waker(&waker2)) {
+                Poll::Ready(v) => Some(v),
+                Poll::Pending => None,
+            },
+        };
+        t.join().unwrap();
+        if got.is_none() {
+            let woken = w1.0.load(std::sync::atomic::Ordering::SeqCst)
+                + w2.0.load(std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(woken, 1, "exactly one wake-up");
+            match task.as_mut().poll(&mut Context::from_waker(&waker2)) {
+                Poll::Ready(v) => got = Some(v),
+                Poll::Pending => panic!("woken but not ready"),
+            }
+        }
+        assert!(matches!(got, Some(Ok(_))));
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "moved, not dropped");
+        drop(got);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        drop(task);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "the cell did not drop it again"
+        );
+        assert_eq!(observed.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// A `Task` that registered its waiter is dropped while the cell completes: the node is
+/// unlinked or waited for, and the value (never taken) is dropped exactly once, by the cell.
+#[test]
+fn unique_reader_dropped_during_completion() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (p, task) = Promise::<Counted>::with_task();
+        let d = drops.clone();
+        let t = thread::spawn(move || {
+            assert!(p.try_success(Counted(d)));
+        });
+        let w = StdArc::new(CountWake::default());
+        let waker = Waker::from(w);
+        {
+            let mut task = pin!(task);
+            if let Poll::Ready(v) = task.as_mut().poll(&mut Context::from_waker(&waker)) {
+                drop(v);
+            }
+        } // dropped here, possibly mid-completion
+        t.join().unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    });
+}

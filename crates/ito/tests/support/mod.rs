@@ -8,21 +8,44 @@ use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use ito::{Failure, Future};
+use ito::{Failure, Future, Task};
 
 pub(crate) mod derive;
 
 /// Upper bound for waits that are expected to end (reached only if something hangs).
 pub(crate) const LONG: Duration = Duration::from_secs(10);
 
+/// A handle [`get`] can wait on: a shared [`Future`] (by reference) or a [`Task`].
+pub(crate) trait Waitable<T> {
+    /// Waits at most `d` for the result.
+    fn wait_for(self, d: Duration) -> Option<Result<T, Failure>>;
+}
+
+impl<T: Clone> Waitable<T> for &Future<T> {
+    fn wait_for(self, d: Duration) -> Option<Result<T, Failure>> {
+        self.wait_timeout(d)
+    }
+}
+
+impl<T> Waitable<T> for &mut Task<T> {
+    fn wait_for(self, d: Duration) -> Option<Result<T, Failure>> {
+        self.wait_timeout(d)
+    }
+}
+
+impl<T> Waitable<T> for Task<T> {
+    fn wait_for(mut self, d: Duration) -> Option<Result<T, Failure>> {
+        self.wait_timeout(d)
+    }
+}
+
 /// Waits for `f`'s result, failing the test instead of hanging.
-pub(crate) fn get<T: Clone>(f: &Future<T>) -> Result<T, Failure> {
-    f.wait_timeout(LONG)
-        .expect("future did not complete in time")
+pub(crate) fn get<T>(f: impl Waitable<T>) -> Result<T, Failure> {
+    f.wait_for(LONG).expect("future did not complete in time")
 }
 
 /// Waits for `f`'s value, failing the test if the task failed or if it hangs.
-pub(crate) fn get_ok<T: Clone>(f: &Future<T>) -> T {
+pub(crate) fn get_ok<T>(f: impl Waitable<T>) -> T {
     get(f).expect("the task failed")
 }
 

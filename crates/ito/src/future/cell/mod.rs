@@ -20,13 +20,22 @@
 //!   early, or swapping the waker of an async waiter). Every writer of the word spins while it
 //!   is set; readers do not care. It is held for a handful of instructions.
 //! - pointer: a Treiber stack of [`CellWaiter`] nodes, newest first, linked through `next`.
+//! - `TAKEN` (bit 3, a pointer bit, free once `COMPLETE`: the list is gone then): the cell's
+//!   unique reader (a [`Task`](crate::Task)) moved the successful value out, and it has drop
+//!   glue (a value without is left behind as a copy whose drop does nothing, so nobody marks
+//!   it). Only that reader writes it, with a plain store (nobody else writes the word after
+//!   `COMPLETE`), and only `destroy` reads it, after the last reference is gone.
 //!
 //! # Who touches what
 //!
 //! - `value`: written once, by the single thread that moved the state into `COMPLETING` (or,
 //!   for a task's cell, by the task, which is the only completer: [`CellHeader::publish`]
 //!   without a claim); read by anyone after observing `COMPLETE`; dropped by `destroy` when the
-//!   last reference goes.
+//!   last reference goes. A cell with a unique reader ([`Task`](crate::Task)) has no other
+//!   reader of a *successful* value: the reader moves it out (`CompletionCell::take`) and sets
+//!   `TAKEN`. A failure is never moved, only cloned, so internal observers of a failure (a
+//!   scope's completion callback) may look at the value's `Err` side while a unique reader
+//!   takes its copy; the bytes are never written after `COMPLETE`.
 //! - a waiter's `next`: written by the pusher before its releasing CAS, by the unlinker
 //!   under `LOCKED`, and read by the completer after it took the list. A node leaves the list
 //!   exactly once: unlinked (its owner will not be notified) or taken by the completer (it will
@@ -52,6 +61,7 @@ pub(crate) use list::{contain_destroy, discard_all, release_owners, run_callback
 const LOCKED: usize = 0b001;
 const COMPLETING: usize = 0b010;
 const COMPLETE: usize = 0b100;
+const TAKEN: usize = 0b1000;
 const PTR_MASK: usize = !0b111;
 
 /// One `Future` handle in a cell's reference word (the low half counts the other references).
@@ -237,6 +247,19 @@ impl CellHeader {
     #[inline]
     pub(crate) fn is_complete(&self) -> bool {
         self.state.load(Ordering::Acquire) & COMPLETE != 0
+    }
+
+    /// Records that the unique reader moved the successful value out, so that `destroy` does
+    /// not drop it again.
+    ///
+    /// # Safety
+    /// The cell is complete (observed with `Acquire` by this thread) and the caller is its
+    /// unique reader, which has just moved the value out.
+    #[inline]
+    unsafe fn mark_taken(&self) {
+        // Nobody else writes the word once it is COMPLETE, so a plain store is enough; the
+        // last reference's release/acquire pair orders it before `destroy`.
+        self.state.store(COMPLETE | TAKEN, Ordering::Relaxed);
     }
 
     /// Adds a reference (not a `Future` handle: see [`CellHeader::inc_handle`]).

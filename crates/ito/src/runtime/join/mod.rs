@@ -364,10 +364,10 @@ where
     // Complete with `Ok`: it ran. With `Err(Cancelled)`: the runtime shut down before running
     // it (the task dropped its pointer without using it). Either way nothing refers to
     // `remote` now.
-    if !done.is_completed() {
+    if !done.is_finished() {
         crate::runtime::block_until::block_until_complete(done.cell_ptr());
     }
-    debug_assert!(done.is_completed());
+    debug_assert!(done.is_finished());
     match remote.out.take() {
         Some(Ok(v)) => v,
         Some(Err(payload)) => resume_unwind(payload),

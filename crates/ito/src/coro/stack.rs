@@ -99,7 +99,7 @@ impl StackPool {
     /// A stack from this thread's cache, or a newly mapped one.
     pub(crate) fn take(&self) -> io::Result<Stack> {
         let cached = CACHE.with(|c| {
-            let mut c = c.borrow_mut();
+            let mut c = c.0.borrow_mut();
             match c.last() {
                 Some(s) if s.size == self.size => c.pop(),
                 _ => None,
@@ -111,7 +111,7 @@ impl StackPool {
                 let mut chunk = RawStack::map_chunk(self.size, CHUNK)?;
                 let raw = chunk.pop().expect("a chunk has stacks");
                 // `try_with`: during thread exit the cache may be gone; the rest are unmapped.
-                let _ = CACHE.try_with(|c| c.borrow_mut().append(&mut chunk));
+                let _ = CACHE.try_with(|c| c.0.borrow_mut().append(&mut chunk));
                 Ok(Stack { raw: Some(raw) })
             }
         }
@@ -123,12 +123,54 @@ impl StackPool {
 pub(crate) fn trim_cache() {
     let excess = CACHE
         .try_with(|c| {
-            let mut c = c.borrow_mut();
+            let mut c = c.0.borrow_mut();
             let keep = c.len().min(CACHE_CAP);
             c.split_off(keep)
         })
         .unwrap_or_default();
-    drop(excess);
+    unmap_all(excess);
+}
+
+/// Unmaps `stacks`, each run of neighbours (stacks of one chunk, or of chunks the kernel placed
+/// side by side) with one `munmap`: every call costs a TLB shootdown on every CPU the process
+/// runs on, so 100,000 stacks unmapped one by one cost far more than their mapping did.
+fn unmap_all(mut stacks: Vec<RawStack>) {
+    stacks.sort_unstable_by_key(|s| s.low);
+    let page = page_size();
+    let mut run: Option<(usize, usize)> = None;
+    for stack in stacks {
+        let (low, len) = (stack.low.get(), stack.size + page);
+        // The range is unmapped below, with its neighbours.
+        std::mem::forget(stack);
+        run = match run {
+            Some((start, end)) if end == low => Some((start, low + len)),
+            Some((start, end)) => {
+                unmap(start, end);
+                Some((low, low + len))
+            }
+            None => Some((low, low + len)),
+        };
+    }
+    if let Some((start, end)) = run {
+        unmap(start, end);
+    }
+}
+
+/// Unmaps `[start, end)`, a run of stacks whose `RawStack`s are gone.
+fn unmap(start: usize, end: usize) {
+    // SAFETY: the range is made of whole stacks that this thread owned and forgot (in
+    // `unmap_all`): nothing else refers to them and nothing runs on them.
+    let rc = unsafe { libc::munmap(start as *mut libc::c_void, end - start) };
+    debug_assert_eq!(rc, 0, "munmap of coroutine stacks failed");
+}
+
+/// A thread's released stacks; on thread exit, unmapped in runs ([`unmap_all`]).
+struct Cache(RefCell<Vec<RawStack>>);
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        unmap_all(std::mem::take(self.0.get_mut()));
+    }
 }
 
 impl Default for StackPool {
@@ -139,7 +181,7 @@ impl Default for StackPool {
 
 thread_local! {
     /// Released stacks kept for reuse by this thread, most recently released last.
-    static CACHE: RefCell<Vec<RawStack>> = const { RefCell::new(Vec::new()) };
+    static CACHE: Cache = const { Cache(RefCell::new(Vec::new())) };
 }
 
 #[cfg(test)]
@@ -272,7 +314,7 @@ impl Drop for Stack {
     fn drop(&mut self) {
         let Some(raw) = self.raw.take() else { return };
         // `try_with`: during thread exit the cache may be gone; the stack is then unmapped.
-        let _ = CACHE.try_with(|c| c.borrow_mut().push(raw));
+        let _ = CACHE.try_with(|c| c.0.borrow_mut().push(raw));
     }
 }
 

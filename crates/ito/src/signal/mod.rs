@@ -16,7 +16,7 @@
 //! ito::block_on(async {
 //!     let server = ito::spawn(async { /* serve until cancelled */ });
 //!     ito::signal::ctrl_c().await.expect("listen for Ctrl-C");
-//!     server.cancel(); // then drain, flush, and return from main
+//!     server.abort(); // then drain, flush, and return from main
 //! });
 //! ```
 

@@ -215,7 +215,7 @@ impl Signal {
     /// use ito::signal::unix::{SignalKind, signal};
     /// let mut quit = signal(SignalKind::quit()).unwrap();
     /// let waiter = ito::spawn(async move { quit.recv().await });
-    /// # while !waiter.is_completed() {
+    /// # while !waiter.is_finished() {
     /// signal_hook::low_level::raise(SignalKind::quit().as_raw_value()).unwrap();
     /// # std::thread::sleep(std::time::Duration::from_millis(1));
     /// # }

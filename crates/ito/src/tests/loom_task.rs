@@ -140,12 +140,11 @@ fn cancelled_blocked_task_is_woken() {
         const TASK: usize = 0x1000;
         let (s2, set2) = (s.clone(), set.clone());
         let blocked = thread::spawn(move || {
-            let me = Unblocker::Thread(thread::current());
-            set2.register(TASK, me.clone());
+            let key = set2.register(TASK, Unblocker::Thread(thread::current()));
             while !s2.is_cancelled() {
                 thread::park();
             }
-            set2.unregister(TASK, &me);
+            set2.unregister(TASK, key);
         });
         assert_eq!(s.request_cancel(), CancelRequest::Running);
         set.wake(TASK);

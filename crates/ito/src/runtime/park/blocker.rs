@@ -98,15 +98,6 @@ impl Unblocker {
             Unblocker::Loop(l) => l.unblock(),
         }
     }
-
-    /// Whether both end the same park.
-    pub(crate) fn same_as(&self, other: &Unblocker) -> bool {
-        match (self, other) {
-            (Unblocker::Thread(a), Unblocker::Thread(b)) => a.id() == b.id(),
-            (Unblocker::Loop(a), Unblocker::Loop(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
 }
 
 /// How the current context blocks (see the module docs).

@@ -1,15 +1,16 @@
-//! A thread's record buffer: a list of chunks that only its own thread appends to.
+//! A thread's record buffer: a list of chunks of words that only its own thread appends to.
 //!
-//! Appending writes the record into the current chunk's next slot and publishes it with a
-//! plain release store of the chunk's length: no lock and no read-modify-write, and no cache
-//! line that another runtime thread writes. The chunk list's lock is taken only to add a
-//! chunk and by an export, which copies each chunk's published prefix. Published slots are
-//! never written again, so an export may run while the owner keeps appending.
+//! Appending writes a record's words (one to four) into the current chunk's next slots and
+//! publishes them with one plain release store of the chunk's length: no lock and no
+//! read-modify-write, and no cache line that another runtime thread writes. A record never
+//! spans two chunks (a chunk's last slots stay unpublished when the next record does not fit
+//! them), so a reader sees whole records. The chunk list's lock is taken only to add a chunk
+//! and by an export, which copies each chunk's published prefix. Published slots are never
+//! written again, so an export may run while the owner keeps appending.
 //!
-//! Chunks double from [`FIRST_CHUNK`] records up to [`MAX_CHUNK`] (2 MiB), so a thread that
+//! Chunks double from [`FIRST_CHUNK`] words up to [`MAX_CHUNK`] (2 MiB), so a thread that
 //! records little takes little memory and a busy one adds a chunk rarely. Each chunk's pages
-//! are mapped when it is made, by one `madvise` call instead of a page fault per page, and a
-//! 2 MiB chunk is aligned and advised to be one huge page where the system allows it.
+//! are mapped when it is made, by one `madvise` call instead of a page fault per page.
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -17,29 +18,26 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::thread::ThreadId;
 
-use super::raw::Raw;
 use crate::loom::{AtomicUsize, Mutex, Ordering, UnsafeCell};
 
-/// Records in a thread's first chunk (64 KiB).
+/// Words in a thread's first chunk (32 KiB).
 #[cfg(not(loom))]
 const FIRST_CHUNK: usize = 4096;
-/// Records in the largest chunks (2 MiB, a huge page on x86-64).
+/// Words in the largest chunks (2 MiB).
 #[cfg(not(loom))]
-const MAX_CHUNK: usize = 1 << 17;
-/// Small under loom, so a model crosses a chunk boundary.
+const MAX_CHUNK: usize = 1 << 18;
+/// Small under loom, so a model crosses a chunk boundary and leaves a chunk's tail unused.
 #[cfg(loom)]
-const FIRST_CHUNK: usize = 2;
+const FIRST_CHUNK: usize = 4;
 #[cfg(loom)]
-const MAX_CHUNK: usize = 2;
+const MAX_CHUNK: usize = 4;
 
-/// The alignment of a chunk of [`MAX_CHUNK`] records, so that it can be one huge page.
-const HUGE: usize = 2 << 20;
-/// The alignment of smaller chunks, so that `madvise` takes them.
+/// The alignment of chunks, so that `madvise` takes them.
 const PAGE: usize = 4096;
 
-type Slot = UnsafeCell<MaybeUninit<Raw>>;
+type Slot = UnsafeCell<MaybeUninit<u64>>;
 
-/// A run of records: slots `..len` are written and never written again.
+/// A run of words: slots `..len` are written and never written again.
 struct Chunk {
     len: AtomicUsize,
     cap: usize,
@@ -48,9 +46,7 @@ struct Chunk {
 
 impl Chunk {
     fn layout(cap: usize) -> Layout {
-        let size = cap * size_of::<Slot>();
-        let align = if size >= HUGE { HUGE } else { PAGE };
-        Layout::from_size_align(size, align).expect("a chunk's layout is valid")
+        Layout::from_size_align(cap * size_of::<Slot>(), PAGE).expect("a chunk's layout is valid")
     }
 
     fn new(cap: usize) -> Box<Chunk> {
@@ -78,8 +74,8 @@ impl Chunk {
     #[inline]
     fn slot(&self, i: usize) -> &Slot {
         debug_assert!(i < self.cap);
-        // SAFETY: `i < cap` (the callers' invariant: the owner's `len < cap`, a reader's
-        // published `len <= cap`), and the allocation lives as long as `self`.
+        // SAFETY: `i < cap` (the callers' invariant: the owner writes below `cap`, a reader
+        // reads below the published `len <= cap`), and the allocation lives as long as `self`.
         unsafe { &*self.slots.as_ptr().add(i) }
     }
 }
@@ -96,14 +92,14 @@ impl Drop for Chunk {
     }
 }
 
-/// Maps the pages of a fresh chunk now, as huge pages where it is 2 MiB aligned and the
-/// system allows: one system call instead of a page fault per page while recording.
+/// Maps the pages of a fresh chunk now: one system call instead of a page fault per page
+/// while recording.
 fn map_pages(p: *mut u8, len: usize) {
     #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    // SAFETY: the range is one live allocation of ours. `MADV_HUGEPAGE` only changes how its
-    // pages are backed. `MADV_POPULATE_WRITE` maps its pages as a write fault would, without
-    // writing; they read as zeroes and nothing reads a slot before writing it. Where the
-    // kernel lacks the advice, or huge pages are off, the calls fail and do nothing.
+    // SAFETY: the range is one live, page-aligned allocation of ours. `MADV_POPULATE_WRITE`
+    // maps its pages as a write fault would, without writing; they read as zeroes and nothing
+    // reads a slot before writing it. Where the kernel lacks the advice, the call fails and
+    // does nothing.
     unsafe {
         libc::madvise(p.cast(), len, libc::MADV_POPULATE_WRITE);
     }
@@ -126,6 +122,8 @@ pub(crate) struct ThreadBuf {
     /// The task this thread is running (0: none), for the end of a run to restore. Owner
     /// only.
     task: Cell<u64>,
+    /// The encoder's note of the latest record (`trace/raw.rs`). Owner only.
+    last: Cell<u64>,
 }
 
 // SAFETY: the `Cell`s are read and written only by `owner` (every method that touches them
@@ -150,6 +148,7 @@ impl ThreadBuf {
             chunks: Mutex::new(vec![first]),
             current: Cell::new(current),
             task: Cell::new(0),
+            last: Cell::new(0),
         }
     }
 
@@ -158,24 +157,26 @@ impl ThreadBuf {
         self.owner == std::thread::current().id()
     }
 
-    /// Appends `r`. Owner only.
+    /// Appends a record of `N` words (at most [`FIRST_CHUNK`]). Owner only.
     #[inline]
-    pub(crate) fn push(&self, r: Raw) {
+    pub(crate) fn push<const N: usize>(&self, words: [u64; N]) {
         // SAFETY: `current` points at a boxed chunk held by `chunks` for the buffer's life.
         let mut chunk = unsafe { &*self.current.get() };
         // Only this thread writes `len`.
         let mut n = chunk.len.load(Ordering::Relaxed);
-        if n == chunk.cap {
+        if n + N > chunk.cap {
             chunk = self.new_chunk(chunk.cap);
             n = 0;
         }
-        // SAFETY: slot `n` is past the published prefix, so no reader looks at it, and only
-        // the owner writes slots.
-        chunk.slot(n).with_mut(|p| unsafe { (*p).write(r) });
-        chunk.len.store(n + 1, Ordering::Release);
+        for (i, w) in words.into_iter().enumerate() {
+            // SAFETY: slot `n + i` is past the published prefix, so no reader looks at it,
+            // and only the owner writes slots.
+            chunk.slot(n + i).with_mut(|p| unsafe { (*p).write(w) });
+        }
+        chunk.len.store(n + N, Ordering::Release);
     }
 
-    /// Adds a chunk twice as large as the full one of `cap` records (at most [`MAX_CHUNK`]).
+    /// Adds a chunk twice as large as the one of `cap` words (at most [`MAX_CHUNK`]).
     #[cold]
     fn new_chunk(&self, cap: usize) -> &Chunk {
         let c = Chunk::new((cap * 2).min(MAX_CHUNK));
@@ -195,18 +196,20 @@ impl ThreadBuf {
         self.task.replace(task)
     }
 
-    /// The latest record, if it is in the current chunk. Owner only.
+    /// The encoder's note of the latest record. Owner only.
     #[inline]
-    pub(crate) fn last(&self) -> Option<Raw> {
-        // SAFETY: as in `push`.
-        let chunk = unsafe { &*self.current.get() };
-        let n = chunk.len.load(Ordering::Relaxed).checked_sub(1)?;
-        // SAFETY: slot `n` is published, so written; only the owner, us, writes slots.
-        Some(chunk.slot(n).with(|p| unsafe { (*p).assume_init() }))
+    pub(crate) fn last(&self) -> u64 {
+        self.last.get()
     }
 
-    /// Copies every record published so far, oldest first. Any thread.
-    pub(crate) fn snapshot(&self) -> Vec<Raw> {
+    /// Sets the encoder's note of the latest record. Owner only.
+    #[inline]
+    pub(crate) fn set_last(&self, note: u64) {
+        self.last.set(note);
+    }
+
+    /// Copies every word published so far, oldest first: whole records. Any thread.
+    pub(crate) fn snapshot(&self) -> Vec<u64> {
         let chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
         for c in chunks.iter() {

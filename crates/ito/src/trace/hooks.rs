@@ -3,7 +3,7 @@
 //! The hot ones (runs, spawns, wake-ups) write their records directly, one clock read each.
 
 use super::event::Why;
-use super::raw::{self, Raw, tag};
+use super::raw::{self, tag};
 use super::recorder::Recorder;
 
 /// How a run of a task began.
@@ -25,15 +25,12 @@ impl Recorder {
     pub(crate) fn run_task(&'static self, task: u64, how: Run, run: impl FnOnce()) {
         let buf = self.local();
         let prev = buf.set_task(task);
-        let (start, at) = match (how, buf.last()) {
-            (Run::Next, Some(end)) if end.tag() == tag::POLL_END => (tag::POLL_START, end.ticks()),
+        let (start, at) = match (how, raw::latest(buf)) {
+            (Run::Next, (end, tag::POLL_END)) => (tag::POLL_START, end),
             (Run::Helped, _) => (tag::HELP_START, self.now()),
             _ => (tag::POLL_START, self.now()),
         };
-        buf.push(Raw {
-            a: raw::head(at, start),
-            b: task,
-        });
+        raw::put(buf, at, start, task);
         /// Records the end however the run is left, on the thread it ends on (a task that
         /// suspended with its stack may end on another).
         struct End(&'static Recorder, u64);

@@ -34,8 +34,6 @@ mod recorder;
 pub(crate) use buffer::ThreadBuf;
 pub(crate) use event::{FROM_INJECTOR, Kind, Why};
 pub(crate) use hooks::{Run, task_id};
-#[cfg(loom)]
-pub(crate) use raw::Raw;
 pub(crate) use recorder::Recorder;
 
 use std::io;

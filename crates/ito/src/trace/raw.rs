@@ -1,38 +1,61 @@
-//! [`Raw`]: the 16-byte form an event takes in a buffer, and its decoding into [`Event`]s.
+//! The records an event takes in a buffer, and their decoding into [`Event`]s.
 //!
-//! A record is two words: the clock's ticks shifted left by 8 with a tag in the low byte,
-//! and one payload word. A spawn or wake-up records only the task: its parent or waker is the
-//! task the thread runs, which the decoder knows from the thread's own runs, because each
-//! start names the task it sets and each end names the task it restores. A user event or
-//! span takes a second record for the rest of its name and its start.
+//! Most events are one word, a short record: the tag, the clock's ticks since the thread's
+//! previous record (up to [`DELTA_BITS`] bits), and a payload that is 8-aligned and below
+//! 2^47 (a task id, which is an address, or zero), shifted right by 3. Any other event is a
+//! long record of two words: the ticks shifted left by 8 with the tag in the low byte, and
+//! the payload. A user event or span adds two words for its name's length and its start.
+//! A spawn or wake-up records only the task: its parent or waker is the task the thread
+//! runs, which the decoder knows from the thread's own records, because each start names the
+//! task it sets and each end names the task it restores.
 
+use super::buffer::ThreadBuf;
 use super::clock::Scale;
 use super::event::{Event, FROM_INJECTOR, Kind, Why};
 
-/// One stored record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Raw {
-    /// `ticks << 8 | tag` (or, in a second record, the name's length).
-    pub(crate) a: u64,
-    /// The payload.
-    pub(crate) b: u64,
+/// Bits of a short record's tick delta: 16,384 ticks, some microseconds of a GHz counter.
+const DELTA_BITS: u32 = 14;
+/// The bit that marks a short record; tags are below it.
+const SHORT: u64 = 1 << 5;
+/// Where a short record's tick delta starts.
+const DELTA_AT: u32 = 6;
+/// Where a short record's payload (shifted right by 3) starts.
+const PAYLOAD_AT: u32 = DELTA_AT + DELTA_BITS;
+
+/// A long record's first word: `ticks` and `tag`. Also the buffer's note of its latest
+/// record.
+#[inline]
+pub(crate) fn head(ticks: u64, tag: u64) -> u64 {
+    ticks << 8 | tag
 }
 
-impl Raw {
-    /// A first record's tag.
-    #[inline]
-    pub(crate) fn tag(self) -> u64 {
-        self.a & 0xff
-    }
+/// The ticks and tag of the thread's latest record (0 and [`tag::POLL_START`] before any).
+#[inline]
+pub(crate) fn latest(buf: &ThreadBuf) -> (u64, u64) {
+    let note = buf.last();
+    (note >> 8, note & 0xff)
+}
 
-    /// A first record's clock reading.
-    #[inline]
-    pub(crate) fn ticks(self) -> u64 {
-        self.a >> 8
+/// Appends an event to `buf` (the calling thread's): one word when it fits, else two.
+#[inline]
+pub(crate) fn put(buf: &ThreadBuf, ticks: u64, tag: u64, payload: u64) {
+    let delta = ticks.wrapping_sub(buf.last() >> 8);
+    buf.set_last(head(ticks, tag));
+    // A tick delta that wrapped (a counter a little behind on another core) is too large.
+    if (delta >> DELTA_BITS) | (payload & 7) | (payload >> 47) == 0 {
+        buf.push([(payload >> 3) << PAYLOAD_AT | delta << DELTA_AT | SHORT | tag]);
+    } else {
+        buf.push([head(ticks, tag), payload]);
     }
 }
 
-/// What a record's low byte says.
+/// Appends an event with two more words (a user event or span) to `buf`.
+pub(crate) fn put_wide(buf: &ThreadBuf, ticks: u64, tag: u64, payload: u64, more: [u64; 2]) {
+    buf.set_last(head(ticks, tag));
+    buf.push([head(ticks, tag), payload, more[0], more[1]]);
+}
+
+/// What a record says it is: the low byte of a long record, the low 5 bits of a short one.
 pub(crate) mod tag {
     pub(crate) const POLL_START: u64 = 0;
     pub(crate) const HELP_START: u64 = 1;
@@ -55,22 +78,15 @@ pub(crate) mod tag {
     pub(crate) const PROCESS_SPAWN: u64 = 16;
     pub(crate) const PROCESS_EXIT: u64 = 17;
     pub(crate) const PROCESS_FAIL: u64 = 18;
-    /// The payload is the name's address; a second record holds its length.
+    /// The payload is the name's address; two more words hold its length and 0.
     pub(crate) const USER: u64 = 19;
-    /// As [`USER`], and the second record's payload is the start's ticks.
+    /// As [`USER`], and the second more word is the start's ticks.
     pub(crate) const SPAN: u64 = 20;
 }
 
-/// The first record's word `a`: `ticks` and `tag`.
-#[inline]
-pub(crate) fn head(ticks: u64, tag: u64) -> u64 {
-    ticks << 8 | tag
-}
-
-/// The tag and payload of `kind`, and its second record if it takes one (word `a` of the
-/// first record is [`head`] of the time and the tag). The runtime's hot hooks
-/// (`trace/hooks.rs`) write their records directly; this serves the others.
-pub(crate) fn encode(kind: Kind) -> (u64, u64, Option<Raw>) {
+/// The tag and payload of `kind`, and its two more words if it takes them. The runtime's hot
+/// hooks (`trace/hooks.rs`) call [`put`] directly; this serves the others.
+pub(crate) fn encode(kind: Kind) -> (u64, u64, Option<[u64; 2]>) {
     let n32 = |n: u64| n.min(u64::from(u32::MAX));
     match kind {
         Kind::PollStart { task } => (tag::POLL_START, task, None),
@@ -102,18 +118,12 @@ pub(crate) fn encode(kind: Kind) -> (u64, u64, Option<Raw>) {
         Kind::User { name } => (
             tag::USER,
             name.as_ptr() as usize as u64,
-            Some(Raw {
-                a: name.len() as u64,
-                b: 0,
-            }),
+            Some([name.len() as u64, 0]),
         ),
         Kind::Span { name, start } => (
             tag::SPAN,
             name.as_ptr() as usize as u64,
-            Some(Raw {
-                a: name.len() as u64,
-                b: start,
-            }),
+            Some([name.len() as u64, start]),
         ),
     }
 }
@@ -132,25 +142,34 @@ fn why(n: u64) -> Why {
     ALL.get(n as usize).copied().unwrap_or(Why::NoWork)
 }
 
-/// One thread's records, oldest first, as events with times in nanoseconds. Times are made
-/// non-decreasing along the thread (a thread moved to another core may read a counter a few
-/// ticks behind). A two-record event cut off by a snapshot is left out.
+/// One thread's records (its buffer's words), oldest first, as events with times in
+/// nanoseconds. Times are made non-decreasing along the thread (a thread moved to another
+/// core may read a counter a few ticks behind). A snapshot holds whole records only.
 ///
 /// # Safety
 ///
-/// `raws` were written by [`encode`] or the hooks, so the name of a user event or span is a
+/// `words` were written by [`put`] and [`put_wide`], so the name of a user event or span is a
 /// `&'static str`'s address and length.
-pub(crate) unsafe fn decode(raws: &[Raw], scale: Scale) -> Vec<Event> {
-    let mut out = Vec::with_capacity(raws.len());
+pub(crate) unsafe fn decode(words: &[u64], scale: Scale) -> Vec<Event> {
+    let mut out = Vec::with_capacity(words.len() / 2);
     // The task the thread runs, as the runtime's `ThreadBuf::task` held it at each record.
     let mut running = 0u64;
+    // The ticks of the previous record, as the encoder's note held them.
+    let mut ticks = 0u64;
     let mut last = 0u64;
-    let mut it = raws.iter();
-    while let Some(r) = it.next() {
-        let t = scale.nanos(r.ticks()).max(last);
+    let mut it = words.iter().copied();
+    while let Some(w) = it.next() {
+        let (tag, b) = if w & SHORT != 0 {
+            ticks = ticks.wrapping_add(w >> DELTA_AT & ((1 << DELTA_BITS) - 1));
+            (w & (SHORT - 1), (w >> PAYLOAD_AT) << 3)
+        } else {
+            let Some(b) = it.next() else { break };
+            ticks = w >> 8;
+            (w & 0xff, b)
+        };
+        let t = scale.nanos(ticks).max(last);
         last = t;
-        let b = r.b;
-        let kind = match r.tag() {
+        let kind = match tag {
             tag::POLL_START => {
                 running = b;
                 Kind::PollStart { task: b }
@@ -195,24 +214,26 @@ pub(crate) unsafe fn decode(raws: &[Raw], scale: Scale) -> Vec<Event> {
             tag::PROCESS_SPAWN => Kind::ProcessSpawn { pid: b },
             tag::PROCESS_EXIT | tag::PROCESS_FAIL => Kind::ProcessExit {
                 pid: b,
-                normal: r.tag() == tag::PROCESS_EXIT,
+                normal: tag == tag::PROCESS_EXIT,
             },
             tag::USER | tag::SPAN => {
-                let Some(second) = it.next() else { break };
-                // SAFETY: the caller's promise: `b` and `second.a` are the address and length
-                // of a `&'static str`.
+                let (Some(len), Some(start)) = (it.next(), it.next()) else {
+                    break;
+                };
+                // SAFETY: the caller's promise: `b` and `len` are the address and length of a
+                // `&'static str`.
                 let name: &'static str = unsafe {
                     std::str::from_utf8_unchecked(std::slice::from_raw_parts(
                         b as usize as *const u8,
-                        second.a as usize,
+                        len as usize,
                     ))
                 };
-                if r.tag() == tag::USER {
+                if tag == tag::USER {
                     Kind::User { name }
                 } else {
                     Kind::Span {
                         name,
-                        start: scale.nanos(second.b),
+                        start: scale.nanos(start),
                     }
                 }
             }
@@ -227,30 +248,45 @@ pub(crate) unsafe fn decode(raws: &[Raw], scale: Scale) -> Vec<Event> {
 mod tests {
     use super::*;
 
-    /// Encodes `kinds` at times 1, 2, ... as the recorder does.
-    fn records(kinds: &[Kind]) -> Vec<Raw> {
-        let mut out = Vec::new();
+    /// Records `kinds` at ticks `at(i)` into a fresh buffer, as the recorder does, and returns
+    /// its words.
+    fn record(kinds: &[Kind], at: impl Fn(u64) -> u64) -> Vec<u64> {
+        let buf = ThreadBuf::for_current_thread();
         for (i, k) in kinds.iter().enumerate() {
-            let (tag, b, second) = encode(*k);
-            out.push(Raw {
-                a: head(i as u64 + 1, tag),
-                b,
-            });
-            out.extend(second);
+            let (tag, b, more) = encode(*k);
+            match more {
+                None => put(&buf, at(i as u64), tag, b),
+                Some(more) => put_wide(&buf, at(i as u64), tag, b, more),
+            }
         }
-        out
+        buf.snapshot()
     }
 
-    #[test]
-    fn every_kind_round_trips_and_spawns_name_the_running_task() {
-        let kinds = [
-            Kind::Spawn { task: 7, parent: 0 },
-            Kind::PollStart { task: 7 },
-            Kind::Spawn { task: 8, parent: 7 },
-            Kind::HelpStart { task: 8 },
-            Kind::Wake { task: 9, by: 8 },
+    fn all_kinds() -> Vec<Kind> {
+        vec![
+            Kind::Spawn {
+                task: 0x7f00_0000_0010,
+                parent: 0,
+            },
+            Kind::PollStart {
+                task: 0x7f00_0000_0010,
+            },
+            Kind::Spawn {
+                task: 0x7f00_0000_0020,
+                parent: 0x7f00_0000_0010,
+            },
+            Kind::HelpStart {
+                task: 0x7f00_0000_0020,
+            },
+            Kind::Wake {
+                task: 9,
+                by: 0x7f00_0000_0020,
+            },
             Kind::PollEnd,
-            Kind::Wake { task: 10, by: 7 },
+            Kind::Wake {
+                task: 0x7f00_0000_0030,
+                by: 0x7f00_0000_0010,
+            },
             Kind::PollEnd,
             Kind::Steal { from: 3, n: 5 },
             Kind::Steal {
@@ -277,33 +313,60 @@ mod tests {
                 name: "phase",
                 start: 3,
             },
-        ];
-        let mut raws = records(&kinds);
-        // The ends restore what the starts replaced: 7 after the help, 0 after the poll.
-        raws[5].b = 7;
-        raws[7].b = 0;
-        // SAFETY: written by `encode`.
-        let evs = unsafe { decode(&raws, Scale(1.0)) };
+        ]
+    }
+
+    fn round_trip(at: impl Fn(u64) -> u64 + Copy) -> (Vec<u64>, Vec<Event>) {
+        let kinds = all_kinds();
+        let buf = ThreadBuf::for_current_thread();
+        for (i, k) in kinds.iter().enumerate() {
+            let (tag, mut b, more) = encode(*k);
+            if i == 5 {
+                // The help's end restores the task that ran before it (the recorder writes
+                // what an end restores; `encode` has no payload for an end).
+                b = 0x7f00_0000_0010;
+            }
+            match more {
+                None => put(&buf, at(i as u64), tag, b),
+                Some(more) => put_wide(&buf, at(i as u64), tag, b, more),
+            }
+        }
+        let words = buf.snapshot();
+        // SAFETY: written by `put` and `put_wide`.
+        let evs = unsafe { decode(&words, Scale(1.0)) };
         let got: Vec<Kind> = evs.iter().map(|e| e.kind).collect();
         assert_eq!(got, kinds);
         let times: Vec<u64> = evs.iter().map(|e| e.t).collect();
-        assert_eq!(times, (1..=kinds.len() as u64).collect::<Vec<_>>());
+        assert_eq!(times, (0..kinds.len() as u64).map(at).collect::<Vec<_>>());
+        (words, evs)
     }
 
     #[test]
-    fn a_record_is_two_words() {
-        // The size `docs/trace.md` states for the memory a traced run takes.
-        assert_eq!(size_of::<Raw>(), 16);
+    fn every_kind_round_trips_in_short_and_long_records() {
+        // Close together: aligned task ids below 2^47 (and zero) take one word.
+        let (close, _) = round_trip(|i| 1000 + i);
+        // Far apart: every record is long.
+        let (far, _) = round_trip(|i| (i + 1) << 20);
+        let n = all_kinds().len();
+        // Far apart, each event is two words, the user event and the span four.
+        assert_eq!(far.len(), (n - 2) * 2 + 2 * 4);
+        // Close together, the runs, the spawns and the wake-up of an aligned task are one
+        // word each: 7 of the first 8 events (the other wakes task 9).
+        let short = close.iter().filter(|w| **w & SHORT != 0).count();
+        assert!(short >= 7, "{short} short records");
+        assert!(close.len() <= far.len() - 7);
     }
 
     #[test]
-    fn a_cut_off_span_is_left_out_and_times_never_go_back() {
-        let mut raws = records(&[Kind::JoinSteal, Kind::JoinSteal, Kind::User { name: "x" }]);
-        raws[1].a = head(0, tag::JOIN_STEAL);
-        raws.pop();
-        // SAFETY: written by `encode`.
-        let evs = unsafe { decode(&raws, Scale(1.0)) };
+    fn a_cut_off_wide_event_is_left_out_and_times_never_go_back() {
+        let mut words = record(
+            &[Kind::JoinSteal, Kind::JoinSteal, Kind::User { name: "x" }],
+            |i| [5, 2, 9][i as usize],
+        );
+        words.truncate(words.len() - 1);
+        // SAFETY: written by `put` and `put_wide`.
+        let evs = unsafe { decode(&words, Scale(1.0)) };
         assert_eq!(evs.len(), 2);
-        assert_eq!(evs[1].t, 1);
+        assert_eq!([evs[0].t, evs[1].t], [5, 5]);
     }
 }

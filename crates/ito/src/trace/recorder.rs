@@ -10,7 +10,7 @@ use super::buffer::ThreadBuf;
 use super::chrome;
 use super::clock::Clock;
 use super::event::{Event, Kind};
-use super::raw::{self, Raw};
+use super::raw;
 
 /// A traced runtime's recorder: allocated once, with the runtime, and never freed.
 pub(crate) struct Recorder {
@@ -49,24 +49,17 @@ impl Recorder {
     /// carry its code.
     #[inline(never)]
     pub(crate) fn record(&'static self, kind: Kind) {
-        let (tag, b, second) = raw::encode(kind);
         let buf = self.local();
-        buf.push(Raw {
-            a: raw::head(self.now(), tag),
-            b,
-        });
-        if let Some(second) = second {
-            buf.push(second);
+        match raw::encode(kind) {
+            (tag, b, None) => raw::put(buf, self.now(), tag, b),
+            (tag, b, Some(more)) => raw::put_wide(buf, self.now(), tag, b, more),
         }
     }
 
     /// Appends a one-record event at the current time to `buf` (this thread's buffer).
     #[inline]
     pub(crate) fn put(&self, buf: &ThreadBuf, tag: u64, b: u64) {
-        buf.push(Raw {
-            a: raw::head(self.now(), tag),
-            b,
-        });
+        raw::put(buf, self.now(), tag, b);
     }
 
     /// This thread's buffer.

@@ -126,6 +126,11 @@ pub(crate) struct ChainRecord {
     /// CPU time of the whole process that ran the chain (its start included).
     #[serde(flatten)]
     cpu: Option<CpuTime>,
+    /// CPU time (user plus system) of the ito run alone, from the first spawn to the result:
+    /// without the process's start, and without the trace's export when the runtime drops
+    /// (`ITO_TRACE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_cpu_s: Option<f64>,
     /// Peak resident set of the run's process (VmHWM), in bytes.
     #[serde(default)]
     rss_bytes: Option<u64>,
@@ -168,6 +173,7 @@ impl ChainRecord {
             result: None,
             seconds: None,
             cpu: None,
+            run_cpu_s: None,
             rss_bytes: None,
             baseline_rss_bytes: None,
             bytes_per_process: None,
@@ -348,6 +354,7 @@ fn child(args: &ChainArgs, workers: usize) -> ExitCode {
         Ok(o) => {
             rec.result = Some(o.result);
             rec.seconds = Some(o.seconds);
+            rec.run_cpu_s = o.cpu.map(|c| c.user_s + c.sys_s);
             rec.baseline_rss_bytes = o.baseline;
             rec.ok = o.result == n;
             if !rec.ok {
@@ -375,6 +382,8 @@ struct Outcome {
     result: u64,
     seconds: f64,
     baseline: Option<u64>,
+    /// The CPU time of the run (ito only).
+    cpu: Option<CpuTime>,
 }
 
 /// The chain on `ito::process`.
@@ -385,6 +394,7 @@ fn run_ito(n: u64, workers: usize) -> Result<Outcome, String> {
     let baseline = vm_rss_bytes();
     let done = ito::Promise::new();
     let answer = done.future();
+    let cpu_before = CpuTime::of_self();
     let start = Instant::now();
     rt.block_on(async move {
         // The driver is a process too (Elixir's caller is): it spawns the chain from a
@@ -407,10 +417,12 @@ fn run_ito(n: u64, workers: usize) -> Result<Outcome, String> {
         .wait()
         .map_err(|f| format!("the driver failed: {f}"))?;
     let seconds = start.elapsed().as_secs_f64();
+    let cpu = CpuTime::of_self().since(cpu_before);
     Ok(Outcome {
         result,
         seconds,
         baseline,
+        cpu: Some(cpu),
     })
 }
 
@@ -453,6 +465,7 @@ fn run_tokio(n: u64, flavor: Flavor, workers: usize) -> Result<Outcome, String> 
         result,
         seconds,
         baseline,
+        cpu: None,
     })
 }
 

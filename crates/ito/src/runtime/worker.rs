@@ -32,7 +32,7 @@ use super::park::{Idler, Parker, Seeker};
 use crate::runtime::join::shelf::{JobRef, Shelf};
 use crate::runtime::join::stack::JoinStack;
 use crate::task::TaskRef;
-use crate::trace::{self, FROM_INJECTOR, Kind, Why};
+use crate::trace::{self, FROM_INJECTOR, Kind, Run, Why};
 
 /// Tasks run between two looks at the injector.
 const INJECTOR_INTERVAL: u32 = 61;
@@ -329,7 +329,7 @@ impl WorkerCtx {
                 return Exit::Idle;
             }
             if let Some(t) = self.next_local() {
-                self.run_task(t);
+                self.run_task(t, Run::Next);
                 continue;
             }
             if let Some(found) = self.search() {
@@ -348,14 +348,14 @@ impl WorkerCtx {
     }
 
     #[inline]
-    fn run_task(&self, t: TaskRef) {
+    fn run_task(&self, t: TaskRef, how: Run) {
         // Never run a task while counted as searching: pushes skip waking sleepers while
         // anyone searches, so a searcher busy running a long task would starve them.
         self.stop_searching();
         bump(&self.slot().metrics.polled);
         match self.shared.trace {
             None => t.run(),
-            Some(r) => r.run_task(trace::task_id(&t), false, || t.run()),
+            Some(r) => r.run_task(trace::task_id(&t), how, || t.run()),
         }
     }
 
@@ -369,7 +369,7 @@ impl WorkerCtx {
 
     fn run_found(&self, found: Found) {
         match found {
-            Found::Task(t) => self.run_task(t),
+            Found::Task(t) => self.run_task(t, Run::Found),
             Found::Resume => {
                 // The loop top resumes it.
             }
@@ -590,7 +590,7 @@ impl WorkerCtx {
                 bump(&self.slot().metrics.helped);
                 match self.shared.trace {
                     None => t.run(),
-                    Some(r) => r.run_task(trace::task_id(&t), true, || t.run()),
+                    Some(r) => r.run_task(trace::task_id(&t), Run::Helped, || t.run()),
                 }
                 return true;
             }

@@ -1,4 +1,4 @@
-//! What one trace record says: a timestamp and a [`Kind`].
+//! What one traced event says: a timestamp and a [`Kind`].
 
 /// Why a thread parked or blocked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,20 +88,10 @@ pub(crate) enum Kind {
     Span { name: &'static str, start: u64 },
 }
 
-/// One record: nanoseconds since the recorder started, and what happened.
+/// One event as the exporter reads it: nanoseconds since the recorder started, and what
+/// happened (decoded from its records, `trace/raw.rs`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Event {
     pub(crate) t: u64,
     pub(crate) kind: Kind,
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::Event;
-
-    #[test]
-    fn an_event_is_five_words() {
-        // The size `docs/trace.md` states for the memory a traced run takes.
-        assert_eq!(std::mem::size_of::<Event>(), 40);
-    }
 }

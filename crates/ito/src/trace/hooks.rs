@@ -1,27 +1,44 @@
 //! The calls the runtime makes into a [`Recorder`] at its seams, one per kind of event. Each
 //! is reached only behind the runtime's one check of `Shared::trace` (see `docs/trace.md`).
+//! The hot ones (runs, spawns, wake-ups) write their records directly, one clock read each.
 
-use super::event::{Kind, Why};
+use super::event::Why;
+use super::raw::{self, tag};
 use super::recorder::Recorder;
 
+/// How a run of a task began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// A worker took it from its own queue right after its previous run, with nothing in
+    /// between but the pop: if the thread's latest record is that run's end, the run is
+    /// recorded as starting then, which saves a clock read per task on a busy worker.
+    Next,
+    /// A worker found it some other way (a steal, the injector, after a park).
+    Found,
+    /// A waiter runs the task it waits for, inline.
+    Helped,
+}
+
 impl Recorder {
-    /// Runs `run` (a task taken from a queue, or `helped`: run inline by a waiter) between a
-    /// start and an end record, as the thread's current task.
+    /// Runs `run` between a start and an end record, as the thread's current task.
     #[inline(never)]
-    pub(crate) fn run_task(&'static self, task: u64, helped: bool, run: impl FnOnce()) {
+    pub(crate) fn run_task(&'static self, task: u64, how: Run, run: impl FnOnce()) {
         let buf = self.local();
         let prev = buf.set_task(task);
-        self.record_here(if helped {
-            Kind::HelpStart { task }
-        } else {
-            Kind::PollStart { task }
-        });
-        /// Records the end however the run is left.
+        let (start, at) = match (how, raw::latest(buf)) {
+            (Run::Next, (end, tag::POLL_END)) => (tag::POLL_START, end),
+            (Run::Helped, _) => (tag::HELP_START, self.now()),
+            _ => (tag::POLL_START, self.now()),
+        };
+        raw::put(buf, at, start, task);
+        /// Records the end however the run is left, on the thread it ends on (a task that
+        /// suspended with its stack may end on another).
         struct End(&'static Recorder, u64);
         impl Drop for End {
             fn drop(&mut self) {
-                self.0.record_here(Kind::PollEnd);
-                self.0.local().set_task(self.1);
+                let buf = self.0.local();
+                buf.set_task(self.1);
+                self.0.put(buf, tag::POLL_END, self.1);
             }
         }
         let _end = End(self, prev);
@@ -33,41 +50,41 @@ impl Recorder {
     /// [`resume`]: Recorder::resume
     #[inline(never)]
     pub(crate) fn suspend(&'static self) -> u64 {
-        self.record_here(Kind::Suspend);
-        self.local().set_task(0)
+        let buf = self.local();
+        self.put(buf, tag::SUSPEND, 0);
+        buf.set_task(0)
     }
 
     /// `task`, suspended by [`suspend`](Recorder::suspend), runs again on this thread.
     #[inline(never)]
     pub(crate) fn resume(&'static self, task: u64) {
-        self.local().set_task(task);
-        self.record_here(Kind::Resume { task });
+        let buf = self.local();
+        buf.set_task(task);
+        self.put(buf, tag::RESUME, task);
     }
 
     /// A task was spawned, by the task this thread runs.
     #[inline(never)]
     pub(crate) fn spawn(&'static self, task: u64) {
-        let parent = self.local().task();
-        self.record_here(Kind::Spawn { task, parent });
+        self.put(self.local(), tag::SPAWN, task);
     }
 
     /// A task was woken, by the task this thread runs.
     #[inline(never)]
     pub(crate) fn wake(&'static self, task: u64) {
-        let by = self.local().task();
-        self.record_here(Kind::Wake { task, by });
+        self.put(self.local(), tag::WAKE, task);
     }
 
     /// The thread parks or blocks for `why`; [`Recorder::unpark`] ends it.
     #[inline(never)]
     pub(crate) fn park(&'static self, why: Why) {
-        self.record_here(Kind::Park { why });
+        self.put(self.local(), tag::PARK, why as u64);
     }
 
     /// The park or block the thread recorded last has ended.
     #[inline(never)]
     pub(crate) fn unpark(&'static self) {
-        self.record_here(Kind::Unpark);
+        self.put(self.local(), tag::UNPARK, 0);
     }
 }
 

@@ -24,16 +24,16 @@
 
 mod buffer;
 mod chrome;
+mod clock;
 mod event;
 mod hooks;
+mod raw;
 mod recorder;
 
 #[cfg(loom)]
 pub(crate) use buffer::ThreadBuf;
-#[cfg(loom)]
-pub(crate) use event::Event;
 pub(crate) use event::{FROM_INJECTOR, Kind, Why};
-pub(crate) use hooks::task_id;
+pub(crate) use hooks::{Run, task_id};
 pub(crate) use recorder::Recorder;
 
 use std::io;

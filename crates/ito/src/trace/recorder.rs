@@ -5,17 +5,17 @@ use std::io;
 use std::path::PathBuf;
 use std::ptr;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use super::buffer::ThreadBuf;
 use super::chrome;
+use super::clock::Clock;
 use super::event::{Event, Kind};
+use super::raw;
 
 /// A traced runtime's recorder: allocated once, with the runtime, and never freed.
 pub(crate) struct Recorder {
-    /// Time zero of the trace. Timestamps are `Instant` differences: `CLOCK_MONOTONIC`
-    /// through the vDSO on Linux, no system call.
-    start: Instant,
+    /// Time zero of the trace, and the time source of every record.
+    clock: Clock,
     /// The file [`Recorder::write`] writes.
     path: PathBuf,
     /// Every buffer, in the order threads first recorded (their track numbers).
@@ -32,16 +32,16 @@ impl Recorder {
     /// A recorder that writes to `path`; leaked, like the runtime it records.
     pub(crate) fn new(path: PathBuf) -> &'static Recorder {
         Box::leak(Box::new(Recorder {
-            start: Instant::now(),
+            clock: Clock::new(),
             path,
             threads: Mutex::new(Vec::new()),
         }))
     }
 
-    /// Nanoseconds since the recorder started.
+    /// The clock's reading now (ticks, turned into nanoseconds at export).
     #[inline]
     pub(crate) fn now(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        self.clock.ticks()
     }
 
     /// Appends an event at the current time to this thread's buffer. Out of line: the
@@ -49,14 +49,17 @@ impl Recorder {
     /// carry its code.
     #[inline(never)]
     pub(crate) fn record(&'static self, kind: Kind) {
-        self.record_here(kind);
+        let buf = self.local();
+        match raw::encode(kind) {
+            (tag, b, None) => raw::put(buf, self.now(), tag, b),
+            (tag, b, Some(more)) => raw::put_wide(buf, self.now(), tag, b, more),
+        }
     }
 
-    /// [`Recorder::record`], inlined into the hooks that are already out of line.
+    /// Appends a one-record event at the current time to `buf` (this thread's buffer).
     #[inline]
-    pub(crate) fn record_here(&'static self, kind: Kind) {
-        let t = self.now();
-        self.local().push(Event { t, kind });
+    pub(crate) fn put(&self, buf: &ThreadBuf, tag: u64, b: u64) {
+        raw::put(buf, self.now(), tag, b);
     }
 
     /// This thread's buffer.
@@ -86,16 +89,19 @@ impl Recorder {
         b
     }
 
-    /// Every thread's events published so far: its name and its events, oldest first.
+    /// Every thread's events published so far: its name and its events, oldest first, with
+    /// times in nanoseconds since the recorder started.
     pub(crate) fn snapshot(&self) -> Vec<(String, Vec<Event>)> {
         let threads = self
             .threads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        let scale = self.clock.scale();
         threads
             .iter()
-            .map(|b| (b.name.clone(), b.snapshot()))
+            // SAFETY: every record in a buffer was written by `record` or the hooks.
+            .map(|b| (b.name.clone(), unsafe { raw::decode(&b.snapshot(), scale) }))
             .collect()
     }
 

@@ -332,21 +332,33 @@ fn in_process(template: BlockRecord, tasks: impl FnOnce() -> (u64, Option<String
 
 /// `n` `spawn_fn` tasks on `rt`, each blocking in `ito::sleep(d).wait()`; returns how many
 /// finished.
+///
+/// The caller waits for all of them on one latch, as the Go peer waits on one `WaitGroup`
+/// (waiting on each task's handle in turn would make the main thread park and wake once per
+/// task, which the peer does not do).
 fn ito_tasks(rt: &ito::Runtime, n: u64, d: Duration) -> (u64, Option<String>) {
     let done = Arc::new(AtomicU64::new(0));
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            let done = Arc::clone(&done);
-            rt.spawn_fn(move || {
-                if ito::sleep(d).wait().is_ok() {
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    let failed = tasks.into_iter().filter_map(|t| t.wait().err()).count();
-    let error = (failed > 0).then(|| format!("{failed} tasks failed"));
-    (done.load(Ordering::Relaxed), error)
+    let Ok(count) = usize::try_from(n) else {
+        return (
+            0,
+            Some(format!("{n} tasks do not fit in this machine's usize")),
+        );
+    };
+    let all = Arc::new(ito::sync::Latch::new(count));
+    for _ in 0..n {
+        let (done, all) = (Arc::clone(&done), Arc::clone(&all));
+        // Detached: the latch, not the task's handle, says when it is done.
+        drop(rt.spawn_fn(move || {
+            if ito::sleep(d).wait().is_ok() {
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            all.count_down();
+        }));
+    }
+    let error = all.wait_blocking().err().map(|e| format!("waiting: {e}"));
+    let done = done.load(Ordering::Relaxed);
+    let error = error.or_else(|| (done < n).then(|| format!("{} tasks failed", n - done)));
+    (done, error)
 }
 
 /// `n` OS threads (64 KiB stacks) each in `std::thread::sleep(d)`; returns how many finished,

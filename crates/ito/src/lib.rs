@@ -214,6 +214,7 @@ pub mod channel;
 pub(crate) mod coro;
 mod failure;
 pub mod future;
+mod io;
 mod loom;
 mod magazine;
 pub mod process;

@@ -217,6 +217,8 @@ pub mod future;
 mod io;
 mod loom;
 mod magazine;
+#[cfg(all(unix, not(loom)))]
+pub mod net;
 pub mod process;
 mod runtime;
 pub mod scope;

@@ -81,6 +81,53 @@ mod sync_io {
         assert_eq!(c.read_to_end(&mut rest).unwrap(), 0);
         assert_eq!(server.wait(), Ok(data.len()));
     }
+
+    /// More synchronous tasks blocked in reads than the runtime compensates for in normal
+    /// operation: the last active thread to block brings in one more, which polls the driver,
+    /// so every read still completes.
+    #[test]
+    fn every_thread_blocked_in_a_read_still_sees_readiness() {
+        const CONNS: usize = 12;
+        let rt = ito::Runtime::builder()
+            .workers(1)
+            .max_compensation(2)
+            .build()
+            .unwrap();
+        let l = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = l.local_addr().unwrap();
+        // Plain std clients: their writes must not need the driver themselves.
+        let clients: Vec<_> = (0..CONNS)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        let conns: Vec<_> = (0..CONNS)
+            .map(|_| rt.block_on(l.accept()).unwrap().0)
+            .collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for mut conn in conns {
+            let tx = tx.clone();
+            drop(rt.spawn_fn(move || {
+                let mut b = [0; 1];
+                conn.read_exact(&mut b).unwrap();
+                conn.write_all(&b).unwrap();
+                tx.send(b[0]).unwrap();
+            }));
+        }
+        // Every task blocks in its read before anything is sent.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        for (i, mut c) in clients.iter().enumerate() {
+            c.write_all(&[i as u8]).unwrap();
+        }
+        let got: Result<Vec<u8>, _> = (0..CONNS)
+            .map(|_| rx.recv_timeout(std::time::Duration::from_secs(10)))
+            .collect();
+        let Ok(mut got) = got else {
+            // Dropping the runtime would wait for its threads, blocked for ever: fail now.
+            std::mem::forget(rt);
+            panic!("a read never saw its data: no thread polls the driver");
+        };
+        got.sort_unstable();
+        assert_eq!(got, (0..CONNS as u8).collect::<Vec<_>>());
+    }
 }
 
 #[test]

@@ -103,6 +103,15 @@ impl Sleep {
         self.io.get_or_start(|| self.unpark_all())
     }
 
+    /// Whether the I/O driver has started: readiness then reaches tasks only through a thread
+    /// that polls it, so the last active thread must not block without a replacement.
+    pub(crate) fn io_started(&self) -> bool {
+        #[cfg(not(loom))]
+        return self.io.get().is_some();
+        #[cfg(loom)]
+        false
+    }
+
     /// A running worker's look at the driver, without blocking, if it has started and no
     /// other thread holds it: readiness is not left waiting behind a busy queue. The tasks it
     /// wakes go to the caller's queues.

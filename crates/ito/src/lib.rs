@@ -179,6 +179,28 @@
 //! assert_eq!(rx.recv().unwrap(), 42);
 //! ```
 //!
+//! **Sockets.** [`net`] has TCP, UDP and Unix-domain sockets on the runtime's I/O driver: an
+//! idle worker waits for readiness in the OS poller, and a task waiting on a socket wakes on
+//! the worker that saw it ready. Streams implement `futures-io`'s `AsyncRead`/`AsyncWrite`, and
+//! `std::io::Read`/`Write` for synchronous code (a [`spawn_fn`] task, a process, a thread).
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! let listener = ito::block_on(ito::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+//! let addr = listener.local_addr().unwrap();
+//! let server = ito::spawn_fn(move || {
+//!     let (mut conn, _) = ito::block_on(listener.accept()).unwrap();
+//!     let mut buf = [0; 4];
+//!     conn.read_exact(&mut buf).unwrap();
+//!     conn.write_all(&buf).unwrap();
+//! });
+//! let mut conn = ito::block_on(ito::net::TcpStream::connect(addr)).unwrap();
+//! conn.write_all(b"ping").unwrap();
+//! let mut pong = [0; 4];
+//! conn.read_exact(&mut pong).unwrap();
+//! assert_eq!((&pong, server.wait()), (b"ping", Ok(())));
+//! ```
+//!
 //! **Failures** are values: a panic in a task or combinator becomes [`Failure::Panic`] with
 //! its message and its payload (which [`Failure::into_panic`] hands back, to resume it); a
 //! user error keeps its type ([`Failure::downcast_ref`]); timeouts are [`Failure::Timeout`].
@@ -218,8 +240,8 @@
 //! scopes](design::structured), [`sync` and `channel`](design::sync),
 //! [processes](design::process), [`ito-find`](design::find), [coroutine
 //! stacks](design::coroutines), [tracing](design::trace), [files and
-//! signals](design::fs_and_signals) and [results that move, `Task` and
-//! `select!`](design::results). [`future`] lists every
+//! signals](design::fs_and_signals), [results that move, `Task` and
+//! `select!`](design::results) and [I/O](design::io). [`future`] lists every
 //! combinator and the collection functions.
 //!
 //! ## Internals
@@ -248,6 +270,8 @@
 //! | STM: variables, the transaction log, commit, `retry` sleepers | `stm/` |
 //! | small values freed on another thread (STM values, mailbox nodes) | `magazine.rs` |
 //! | timers | `time/` |
+//! | the I/O driver: readiness of one source (the state machine), the table of sources, `mio::Poll` and its waker | `io/` (`scheduled.rs`, `registry.rs`, `driver.rs`); an idle thread polls it in `runtime/park/parker.rs`, a running worker every 61 tasks in `runtime/worker.rs` |
+//! | sockets: TCP, UDP, Unix; async, `futures-io` and `std::io` on one registration | `net/` |
 //! | stackful coroutines: pooled guarded stacks, suspend and resume, overflow reports | `coro/` |
 //! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |
 //! | files: free functions and `read_dir` as blocking-pool jobs; `File`'s one-operation state machine and its buffer; its I/O traits | `fs/` (`blocking.rs`, `file_state.rs`, `buf.rs`, `file_io.rs`) |
@@ -284,8 +308,11 @@ pub(crate) mod coro;
 mod failure;
 pub mod fs;
 pub mod future;
+mod io;
 mod loom;
 mod magazine;
+#[cfg(all(unix, not(loom)))]
+pub mod net;
 pub mod process;
 mod runtime;
 pub mod scope;
@@ -325,6 +352,8 @@ pub mod design {
     pub mod fs_and_signals {}
     #[doc = include_str!("../../../docs/results.md")]
     pub mod results {}
+    #[doc = include_str!("../../../docs/io.md")]
+    pub mod io {}
 }
 
 /// The README's code blocks, compiled and run as doctests.

@@ -350,9 +350,11 @@ impl WorkerCtx {
             shared.notify_work(true);
         }
         if let Some(before) = before.filter(|&b| b <= shared.sleep.workers()) {
-            // Past the bound only if nobody else is active and work is waiting: otherwise
-            // the blocked threads might wait for a task no thread is left to run.
-            compensate(shared, before == 1 && queued);
+            // Past the bound only if nobody else is active and work is waiting, or readiness
+            // may be (the I/O driver has started, and only an active thread polls it):
+            // otherwise the blocked threads might wait for a task, or an event, no thread is
+            // left to run or see.
+            compensate(shared, before == 1 && (queued || shared.sleep.io_started()));
         }
         guard
     }

@@ -388,6 +388,10 @@ impl WorkerCtx {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % INJECTOR_INTERVAL == 0 {
+            // The I/O driver's turn too (`docs/io.md`): readiness is not left waiting behind
+            // a busy queue. Its woken tasks land in this worker's queues.
+            #[cfg(not(loom))]
+            self.shared.sleep.poll_io_now();
             if let Some(t) = steal_retrying(&self.shared.injector) {
                 return Some(t);
             }
@@ -724,5 +728,11 @@ impl Seeker for WorkerCtx {
         if let Some(r) = self.shared.trace {
             r.unpark();
         }
+    }
+    fn has_local_work(&self) -> bool {
+        let lifo = self.lifo.take();
+        let some = lifo.is_some();
+        self.lifo.set(lifo);
+        some || !self.local.is_empty()
     }
 }

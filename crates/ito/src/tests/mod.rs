@@ -2,6 +2,7 @@
 //! `RUSTFLAGS="--cfg loom" cargo test -p ito --release --lib loom`.
 
 mod loom_cell;
+mod loom_io;
 mod loom_join;
 mod loom_notify;
 mod loom_park;

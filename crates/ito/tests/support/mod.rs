@@ -11,6 +11,8 @@ use std::time::Duration;
 use ito::{Failure, Future, Task};
 
 pub(crate) mod derive;
+#[cfg(unix)]
+pub(crate) mod net;
 
 /// Upper bound for waits that are expected to end (reached only if something hangs).
 pub(crate) const LONG: Duration = Duration::from_secs(10);

@@ -27,6 +27,8 @@ use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering, fence};
 
 pub(crate) use blocker::{Blocker, LoopPark, Unblocker};
 pub(crate) use outside::{CountedOutside, park_blocked, pause_outside};
+#[cfg(loom)]
+pub(crate) use parker::PollPark;
 pub(crate) use parker::{Parker, Unparker};
 pub(crate) use sleep::{Idler, Seeker};
 pub(crate) use spin::{Backoff, Spin, spin_briefly};
@@ -60,6 +62,9 @@ pub(crate) struct Sleep {
     unparkers: Box<[OnceLock<Unparker>]>,
     /// How long a worker out of work keeps looking before it sleeps.
     idle_spin: Spin,
+    /// The I/O driver, started by the first registration; idle threads park in it.
+    #[cfg(not(loom))]
+    io: std::sync::Arc<crate::io::Slot>,
 }
 
 impl Sleep {
@@ -78,18 +83,50 @@ impl Sleep {
             woken_for_resume: (0..slots).map(|_| AtomicBool::new(false)).collect(),
             unparkers: (0..slots).map(|_| OnceLock::new()).collect(),
             idle_spin: Spin::idle(idle_spin),
+            #[cfg(not(loom))]
+            io: Default::default(),
         }
     }
 
     /// A parker for slot `index`, whose unparker this registers. A slot keeps its parker for
     /// life (a compensation slot hands it to the slot's next thread).
     pub(crate) fn new_parker(&self, index: usize) -> Parker {
-        let parker = Parker::new();
+        let parker = Parker::new(
+            #[cfg(not(loom))]
+            self.io.clone(),
+        );
         assert!(
             self.unparkers[index].set(parker.unparker()).is_ok(),
             "ito: slot {index} was given a second parker"
         );
         parker
+    }
+
+    /// The runtime's I/O driver, started now if it was not. Threads asleep when it starts are
+    /// woken once, so that one of them moves into the driver.
+    #[cfg(not(loom))]
+    pub(crate) fn io_driver(&self) -> std::io::Result<&crate::io::Driver> {
+        self.io.get_or_start(|| self.unpark_all())
+    }
+
+    /// Whether the I/O driver has started: readiness then reaches tasks only through a thread
+    /// that polls it, so the last active thread must not block without a replacement.
+    pub(crate) fn io_started(&self) -> bool {
+        #[cfg(not(loom))]
+        return self.io.get().is_some();
+        #[cfg(loom)]
+        false
+    }
+
+    /// A running worker's look at the driver, without blocking, if it has started and no
+    /// other thread holds it: readiness is not left waiting behind a busy queue. The tasks it
+    /// wakes go to the caller's queues.
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn poll_io_now(&self) {
+        if let Some(driver) = self.io.get() {
+            poll_now(driver);
+        }
     }
 
     /// Wakes slot `i`'s thread (or makes its next park return at once).
@@ -262,6 +299,15 @@ impl Sleep {
     /// Whether threads that are not workers run in `block_on` now.
     pub(crate) fn has_outside(&self) -> bool {
         self.outside.load(Ordering::SeqCst) != 0
+    }
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn poll_now(driver: &crate::io::Driver) {
+    if let Some(mut turn) = driver.try_lock() {
+        turn.poll(Some(Duration::ZERO));
+        turn.finish();
     }
 }
 

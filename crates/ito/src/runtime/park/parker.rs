@@ -1,15 +1,23 @@
 //! The seam through which every runtime thread parks when it has nothing to do.
 //!
 //! A [`Parker`] belongs to one runtime thread; its [`Unparker`] is what other threads hold to
-//! wake it. Only the park module parks a runtime thread, so an I/O driver can later sit behind
-//! [`Parker::park`] (the thread that holds the driver polls the OS instead of sleeping on a
-//! futex) without any change to the worker loop.
+//! wake it. Once the runtime's I/O driver has started (`io/driver.rs`), a thread that parks
+//! takes the driver if no other thread holds it and blocks in the OS poll instead of on its
+//! futex; [`Unparker::unpark`] then wakes the poll. [`PollPark`] is the state machine that
+//! makes that hand-over lose no wake-up (`docs/io.md`).
 //!
 //! Under `--cfg loom` both are built from loom's `Mutex` and `Condvar`, so the sleep protocol's
 //! models run the same code that ships. A loom park with a timeout returns at once: the model
 //! explores the timeout firing at any point.
 
 use std::time::Duration;
+
+use crate::loom::{AtomicUsize, Ordering};
+
+/// How long a thread that found the driver held for a look (not a blocking poll) parks before
+/// it tries to take the driver again.
+#[cfg(not(loom))]
+const DRIVER_RETRY: Duration = Duration::from_millis(1);
 
 /// Parks one runtime thread. A wake-up given before the park is not lost: the next park
 /// returns at once.
@@ -18,6 +26,8 @@ pub(crate) struct Parker {
     inner: crossbeam_utils::sync::Parker,
     #[cfg(loom)]
     inner: loom::sync::Arc<model::Token>,
+    #[cfg(not(loom))]
+    io: std::sync::Arc<IoPark>,
 }
 
 /// Wakes the thread that owns the matching [`Parker`].
@@ -27,15 +37,30 @@ pub(crate) struct Unparker {
     inner: crossbeam_utils::sync::Unparker,
     #[cfg(loom)]
     inner: loom::sync::Arc<model::Token>,
+    #[cfg(not(loom))]
+    io: std::sync::Arc<IoPark>,
+}
+
+/// What a parker and its unparker share about the driver.
+#[cfg(not(loom))]
+struct IoPark {
+    state: PollPark,
+    slot: std::sync::Arc<crate::io::Slot>,
 }
 
 impl Parker {
-    pub(crate) fn new() -> Parker {
+    /// A parker whose thread may poll the driver in `slot` once it has started.
+    pub(crate) fn new(#[cfg(not(loom))] slot: std::sync::Arc<crate::io::Slot>) -> Parker {
         Parker {
             #[cfg(not(loom))]
             inner: crossbeam_utils::sync::Parker::new(),
             #[cfg(loom)]
             inner: loom::sync::Arc::new(model::Token::default()),
+            #[cfg(not(loom))]
+            io: std::sync::Arc::new(IoPark {
+                state: PollPark::default(),
+                slot,
+            }),
         }
     }
 
@@ -46,27 +71,80 @@ impl Parker {
             inner: self.inner.unparker().clone(),
             #[cfg(loom)]
             inner: self.inner.clone(),
+            #[cfg(not(loom))]
+            io: self.io.clone(),
         }
     }
 
-    /// Blocks until woken. May return spuriously: callers re-check their condition.
+    /// Blocks until woken. May return spuriously: callers re-check their condition. Returns
+    /// whether it polled the driver and woke tasks (a worker's woken tasks are then in its own
+    /// queues).
     #[inline]
-    pub(crate) fn park(&self) {
+    pub(crate) fn park(&self) -> bool {
         #[cfg(not(loom))]
-        self.inner.park();
+        return self.park_io(None);
         #[cfg(loom)]
-        self.inner.wait();
+        {
+            self.inner.wait();
+            false
+        }
     }
 
-    /// Blocks until woken or until `timeout` has passed.
+    /// Blocks until woken or until `timeout` has passed. Returns what [`Parker::park`] does.
     #[inline]
-    pub(crate) fn park_timeout(&self, timeout: Duration) {
+    pub(crate) fn park_timeout(&self, timeout: Duration) -> bool {
         #[cfg(not(loom))]
-        self.inner.park_timeout(timeout);
+        return self.park_io(Some(timeout));
         #[cfg(loom)]
         {
             let _ = timeout;
             self.inner.take_or_yield();
+            false
+        }
+    }
+
+    /// Blocks until woken or until `timeout`, never in the driver.
+    pub(crate) fn park_without_io(&self, timeout: Option<Duration>) {
+        #[cfg(not(loom))]
+        self.park_futex(timeout);
+        #[cfg(loom)]
+        match timeout {
+            Some(_) => self.inner.take_or_yield(),
+            None => self.inner.wait(),
+        }
+    }
+
+    /// Parks in the driver if it has started and no other thread holds it, else on the futex.
+    #[cfg(not(loom))]
+    fn park_io(&self, timeout: Option<Duration>) -> bool {
+        let Some(driver) = self.io.slot.get() else {
+            self.park_futex(timeout);
+            return false;
+        };
+        let Some(mut turn) = driver.try_lock() else {
+            // A thread blocked in the driver sees every event; one that only looks lets go at
+            // once, and this thread tries again shortly.
+            let timeout = if driver.held_by_sleeper() {
+                timeout
+            } else {
+                Some(timeout.map_or(DRIVER_RETRY, |t| t.min(DRIVER_RETRY)))
+            };
+            self.park_futex(timeout);
+            return false;
+        };
+        if !self.io.state.enter() {
+            return false;
+        }
+        turn.poll(timeout);
+        self.io.state.leave();
+        turn.finish() > 0
+    }
+
+    #[cfg(not(loom))]
+    fn park_futex(&self, timeout: Option<Duration>) {
+        match timeout {
+            Some(d) => self.inner.park_timeout(d),
+            None => self.inner.park(),
         }
     }
 }
@@ -76,9 +154,66 @@ impl Unparker {
     #[inline]
     pub(crate) fn unpark(&self) {
         #[cfg(not(loom))]
-        self.inner.unpark();
+        {
+            if self.io.state.notify() {
+                if let Some(driver) = self.io.slot.get() {
+                    driver.wake();
+                }
+            }
+            self.inner.unpark();
+        }
         #[cfg(loom)]
         self.inner.give();
+    }
+}
+
+// Under loom only `tests/loom_io.rs` uses the state machine (the parker is a model token).
+#[cfg_attr(loom, allow(dead_code))]
+const IDLE: usize = 0;
+#[cfg_attr(loom, allow(dead_code))]
+const NOTIFIED: usize = 1;
+#[cfg_attr(loom, allow(dead_code))]
+const POLLING: usize = 2;
+
+/// Whether a parker's thread is in the driver's poll, and wake-ups given meanwhile.
+///
+/// The thread announces the poll ([`PollPark::enter`]) after taking the driver and before
+/// blocking in it; an unparker swaps in `NOTIFIED` ([`PollPark::notify`]) and wakes the poll
+/// if it saw `POLLING`. One of the two sees the other: a thread that enters after the swap
+/// finds `NOTIFIED` and does not poll; an unparker that swaps after the enter wakes the poll,
+/// whose OS waker makes the poll return even if the thread has not begun blocking yet.
+#[derive(Default, Debug)]
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) struct PollPark {
+    state: AtomicUsize,
+}
+
+#[cfg_attr(loom, allow(dead_code))]
+impl PollPark {
+    /// The thread is about to block in the driver. `false`: a wake-up came first (now
+    /// consumed); it must not block.
+    pub(crate) fn enter(&self) -> bool {
+        match self
+            .state
+            .compare_exchange(IDLE, POLLING, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => true,
+            Err(_) => {
+                self.state.store(IDLE, Ordering::SeqCst);
+                false
+            }
+        }
+    }
+
+    /// The thread has returned from the poll; a wake-up given meanwhile is consumed.
+    pub(crate) fn leave(&self) {
+        self.state.swap(IDLE, Ordering::SeqCst);
+    }
+
+    /// Gives a wake-up. `true`: the thread is in the poll, and the caller must wake the
+    /// driver.
+    pub(crate) fn notify(&self) -> bool {
+        self.state.swap(NOTIFIED, Ordering::SeqCst) == POLLING
     }
 }
 

@@ -38,6 +38,10 @@ pub(crate) trait Seeker {
     fn count_park(&self);
     /// The park counted last has returned (a trace records it).
     fn unparked(&self) {}
+    /// Whether this thread's own queues hold work (tasks the driver woke while it polled).
+    fn has_local_work(&self) -> bool {
+        false
+    }
 }
 
 /// A runtime thread's own parking state.
@@ -65,12 +69,11 @@ impl Idler {
         self.parker
     }
 
-    /// Parks until woken, or for at most `timeout` (a retired compensation thread).
+    /// Parks until woken, or for at most `timeout` (a retired compensation thread). It never
+    /// takes the I/O driver: tasks it woke would wait in the queues of a thread that runs
+    /// none.
     pub(crate) fn park(&self, timeout: Option<Duration>) {
-        match timeout {
-            Some(d) => self.parker.park_timeout(d),
-            None => self.parker.park(),
-        }
+        self.parker.park_without_io(timeout);
     }
 }
 
@@ -173,8 +176,11 @@ impl Sleep {
         while self.is_sleeping(me.index) && !seeker.is_shutdown() {
             seeker.count_park();
             if watching.is_some() {
-                me.parker.park_timeout(WATCH_PERIOD);
+                let polled = me.parker.park_timeout(WATCH_PERIOD);
                 seeker.unparked();
+                if self.leave_after_poll(me, seeker, polled) {
+                    return None;
+                }
                 if !self.is_sleeping(me.index) {
                     break;
                 }
@@ -192,8 +198,11 @@ impl Sleep {
                 continue;
             }
             if !me.compensator {
-                me.parker.park();
+                let polled = me.parker.park();
                 seeker.unparked();
+                if self.leave_after_poll(me, seeker, polled) {
+                    return None;
+                }
                 continue;
             }
             // A compensation thread retires, and later exits, only from the worker loop, so
@@ -201,8 +210,11 @@ impl Sleep {
             let recheck = seeker
                 .keep_alive()
                 .clamp(RETIRE_RECHECK_MIN, RETIRE_RECHECK_MAX);
-            me.parker.park_timeout(recheck);
+            let polled = me.parker.park_timeout(recheck);
             seeker.unparked();
+            if self.leave_after_poll(me, seeker, polled) {
+                return None;
+            }
             if self.is_sleeping(me.index)
                 && seeker.should_retire()
                 && self.unregister_sleeper(me.index)
@@ -217,6 +229,19 @@ impl Sleep {
             me.searching.set(true);
         }
         None
+    }
+
+    /// After a park in which this thread polled the I/O driver and woke tasks: if they are in
+    /// its own queues, it leaves the sleepers list to run them (`true`; the caller returns,
+    /// not searching), and, like a searcher that found work, wakes one more thread, which
+    /// takes the driver when it sleeps again. `false`: nothing to run here, or a notifier
+    /// already took it off the list (it comes back searching, and finds them).
+    fn leave_after_poll<S: Seeker>(&self, me: &Idler, seeker: &S, polled: bool) -> bool {
+        if !polled || !seeker.has_local_work() || !self.unregister_sleeper(me.index) {
+            return false;
+        }
+        self.notify(true);
+        true
     }
 
     /// The last searcher's final look before sleeping. Finding nothing must not wake anyone:

@@ -1,0 +1,128 @@
+//! A source registered with a runtime's driver: the OS object, its readiness, and the loop that
+//! runs an operation until it does not block.
+//!
+//! Every socket of `net/` wraps one [`Evented`]. An operation is tried when the source was
+//! last seen ready; if it would block, the readiness it saw is cleared
+//! ([`ScheduledIo::clear_readiness`]) and the caller waits for the next event. An async caller
+//! waits through its task's waker; a synchronous one through `block_on_cancellable`, the same
+//! path as every blocking call of ito, which never blocks a worker in a system call.
+
+use std::future::poll_fn;
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use mio::event::Source;
+
+use super::driver::Driver;
+use super::ready::Direction;
+use super::scheduled::{ReadyEvent, ScheduledIo};
+
+/// An OS source registered with the current runtime's driver for reads and writes;
+/// deregistered when dropped.
+pub(crate) struct Evented<S: Source> {
+    /// `None` only once [`Evented::into_inner`] or drop took it.
+    source: Option<S>,
+    driver: &'static Driver,
+    token: usize,
+    io: Arc<ScheduledIo>,
+}
+
+impl<S: Source + std::fmt::Debug> std::fmt::Debug for Evented<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Evented").field(&self.source).finish()
+    }
+}
+
+/// The error a synchronous operation returns when the synchronous task waiting in it is
+/// cancelled (not `Interrupted`: `read_exact` and `write_all` would retry that for ever).
+fn cancelled() -> io::Error {
+    io::Error::other(crate::Failure::Cancelled)
+}
+
+impl<S: Source> Evented<S> {
+    /// Registers `source` (already non-blocking) with the current runtime's driver, starting
+    /// the driver if this is the runtime's first.
+    pub(crate) fn new(mut source: S) -> io::Result<Evented<S>> {
+        let driver = crate::runtime::current().sleep.io_driver()?;
+        let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+        let (token, io) = driver.register(&mut source, interest)?;
+        Ok(Evented {
+            source: Some(source),
+            driver,
+            token,
+            io,
+        })
+    }
+
+    /// The OS object.
+    #[inline]
+    pub(crate) fn source(&self) -> &S {
+        self.source.as_ref().expect("present until dropped")
+    }
+
+    /// Ready for `dir`, or registers `cx` to be woken when it may be.
+    pub(crate) fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
+        self.io.poll_ready(cx, dir)
+    }
+
+    /// An operation that `ev` allowed would block: waits for the next event.
+    pub(crate) fn clear_readiness(&self, ev: ReadyEvent) {
+        self.io.clear_readiness(ev);
+    }
+
+    /// Runs `op` once the source is ready for `dir`, until it does not block. `Pending`
+    /// registers `cx`; `op` has then consumed nothing (it would have blocked).
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let ev = match self.io.poll_ready(cx, dir) {
+                Poll::Ready(ev) => ev,
+                Poll::Pending => return Poll::Pending,
+            };
+            match op(self.source()) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear_readiness(ev),
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// [`Evented::poll_io`] as an `async` call.
+    pub(crate) async fn io<R>(
+        &self,
+        dir: Direction,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        poll_fn(|cx| self.poll_io(cx, dir, &mut op)).await
+    }
+
+    /// Runs `op` until it does not block, waiting for readiness the way ito's blocking calls
+    /// wait (`block_on_cancellable`): a cancelled synchronous task gets an error.
+    pub(crate) fn blocking_io<R>(
+        &self,
+        dir: Direction,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        // Ready already (the common case when data is flowing): no waiting machinery.
+        if let Some(ev) = self.io.ready_now(dir) {
+            match op(self.source()) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear_readiness(ev),
+                r => return r,
+            }
+        }
+        crate::runtime::block_on_cancellable(self.io(dir, op)).unwrap_or_else(|_| Err(cancelled()))
+    }
+}
+
+impl<S: Source> Drop for Evented<S> {
+    fn drop(&mut self) {
+        if let Some(mut source) = self.source.take() {
+            self.driver.deregister(&mut source, self.token);
+            self.io.clear_waiters();
+        }
+    }
+}

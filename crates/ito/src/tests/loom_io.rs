@@ -1,0 +1,191 @@
+//! The I/O readiness state machine (`io::scheduled`), the driver's table of sources
+//! (`io::registry`) and the parker's hand-over to the driver (`runtime::park::PollPark`), run
+//! as they ship. A task waits with loom's `block_on`, so a lost wake-up is a deadlock loom
+//! reports.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+
+use loom::sync::{Condvar, Mutex};
+use loom::thread;
+
+use crate::io::Direction;
+use crate::io::ready::Ready;
+use crate::io::registry::Registry;
+use crate::io::scheduled::ScheduledIo;
+use crate::runtime::park::PollPark;
+
+use super::loom_sync::block_on;
+
+/// What the driver does for one event: records it, then wakes what it satisfied.
+fn driver_event(registry: &Registry, token: usize, tick: u16, ready: Ready) {
+    let mut wake = Vec::new();
+    registry.dispatch(tick, [(token, ready)], &mut wake);
+    for w in wake {
+        w.wake();
+    }
+}
+
+/// A task waits until its source is ready for `dir`.
+fn wait_ready(io: &ScheduledIo, dir: Direction) -> Ready {
+    block_on(poll_fn(|cx| io.poll_ready(cx, dir))).ready
+}
+
+/// A readiness event races a task that finds nothing ready and registers its interest: the
+/// task is woken, or sees the event.
+#[test]
+fn loom_io_readiness_racing_registration_of_interest() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::default());
+        let io = Arc::new(ScheduledIo::default());
+        let token = registry.insert(io.clone()).unwrap();
+        // The waiter runs on a thread of its own: a wake-up after its wait returned would
+        // otherwise reach the main thread inside `join`, which loom does not allow.
+        let waiter = thread::spawn(move || wait_ready(&io, Direction::Read));
+        driver_event(&registry, token, 1, Ready::READABLE);
+        assert_eq!(waiter.join().unwrap(), Ready::READABLE);
+    });
+}
+
+/// A reader and a writer of one source wait apart: a write event wakes the writer, a read
+/// event the reader, whatever the order.
+#[test]
+fn loom_io_reader_and_writer_wait_apart() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::default());
+        let io = Arc::new(ScheduledIo::default());
+        let token = registry.insert(io.clone()).unwrap();
+        let w = io.clone();
+        let writer = thread::spawn(move || wait_ready(&w, Direction::Write));
+        let reader = thread::spawn(move || wait_ready(&io, Direction::Read));
+        driver_event(&registry, token, 1, Ready::WRITABLE);
+        driver_event(&registry, token, 2, Ready::READABLE);
+        assert_eq!(reader.join().unwrap(), Ready::READABLE);
+        assert_eq!(writer.join().unwrap(), Ready::WRITABLE);
+    });
+}
+
+/// An operation that would block clears the readiness it saw while new data and its event
+/// arrive: the event is kept (its tick differs), or it comes after the clear and wakes the
+/// task. The task runs the loop `Evented::poll_io` runs, against a socket of one counter
+/// (under a lock: loom lets a swap of an atomic read a value older than one this thread has
+/// seen through a lock, which no C++ execution allows).
+#[test]
+fn loom_io_clear_after_would_block_racing_a_new_event() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::default());
+        let io = Arc::new(ScheduledIo::default());
+        let token = registry.insert(io.clone()).unwrap();
+        // An event whose data a read already took: the readiness is stale.
+        driver_event(&registry, token, 1, Ready::READABLE);
+        let socket = Arc::new(Mutex::new(0));
+        let s = socket.clone();
+        let reader = thread::spawn(move || {
+            block_on(poll_fn(|cx| {
+                loop {
+                    let ev = match io.poll_ready(cx, Direction::Read) {
+                        Poll::Ready(ev) => ev,
+                        Poll::Pending => return Poll::Pending,
+                    };
+                    let taken = std::mem::take(&mut *s.lock().unwrap());
+                    match taken {
+                        0 => io.clear_readiness(ev), // would block
+                        n => return Poll::Ready(n),
+                    }
+                }
+            }))
+        });
+        *socket.lock().unwrap() = 1;
+        driver_event(&registry, token, 2, Ready::READABLE);
+        assert_eq!(reader.join().unwrap(), 1);
+    });
+}
+
+/// Closed and error bits survive a clear: a reader after a peer's close sees it at once.
+#[test]
+fn loom_io_closed_survives_a_clear() {
+    loom::model(|| {
+        let io = ScheduledIo::default();
+        let mut wake = Vec::new();
+        io.set_readiness(1, Ready::READABLE.union(Ready::READ_CLOSED), &mut wake);
+        let ev = io.ready_now(Direction::Read).unwrap();
+        io.clear_readiness(ev);
+        assert_eq!(
+            io.ready_now(Direction::Read).map(|e| e.ready),
+            Some(Ready::READ_CLOSED)
+        );
+    });
+}
+
+/// A registration dropped while an event for it is dispatched: the event either reaches the
+/// old source (still alive through its `Arc`) or is dropped; it never reaches a new source
+/// that reuses the slot.
+#[test]
+fn loom_io_dropped_registration() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::default());
+        let old = Arc::new(ScheduledIo::default());
+        let token = registry.insert(old.clone()).unwrap();
+        let r = registry.clone();
+        let driver = thread::spawn(move || driver_event(&r, token, 1, Ready::READABLE));
+        registry.remove(token);
+        drop(old);
+        let new = Arc::new(ScheduledIo::default());
+        let new_token = registry.insert(new.clone()).unwrap();
+        assert_ne!(new_token, token, "a reused slot gets a new generation");
+        driver.join().unwrap();
+        assert_eq!(
+            new.ready_now(Direction::Read),
+            None,
+            "a stale event reached it"
+        );
+        assert_eq!(registry.len(), 1);
+        // Removing twice (a stale token) is a no-op.
+        registry.remove(token);
+        assert_eq!(registry.len(), 1);
+    });
+}
+
+/// The OS poll a parked thread blocks in, as a flag under a lock.
+#[derive(Default)]
+struct FakePoll {
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl FakePoll {
+    fn block(&self) {
+        let mut w = self.woken.lock().unwrap();
+        while !*w {
+            w = self.cv.wait(w).unwrap();
+        }
+        *w = false;
+    }
+
+    fn wake(&self) {
+        *self.woken.lock().unwrap() = true;
+        self.cv.notify_one();
+    }
+}
+
+/// An unpark racing a thread that takes the driver and is about to block in its poll: the
+/// thread does not block, or the poll is woken.
+#[test]
+fn loom_io_unpark_racing_a_park_in_the_driver() {
+    loom::model(|| {
+        let park = Arc::new(PollPark::default());
+        let poll = Arc::new(FakePoll::default());
+        let (p, o) = (park.clone(), poll.clone());
+        let unparker = thread::spawn(move || {
+            if p.notify() {
+                o.wake();
+            }
+        });
+        if park.enter() {
+            poll.block();
+            park.leave();
+        }
+        unparker.join().unwrap();
+    });
+}

@@ -20,6 +20,10 @@
 //! ito-bench chain --n N[,N...] [--impl ito,tokio,go,elixir] [--workers W] [--repeat R] [--record]
 //! ito-bench ping-pong --rounds N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
 //! ito-bench fan-in --senders S --messages N [--impl ito,tokio] [--workers W] [--repeat R] [--record]
+//! ito-bench net serve echo --impl ito|tokio [--addr ADDR] [--workers W] [--style async|process|sync]
+//! ito-bench net load echo --addr ADDR [--conns C] [--bytes B] [--seconds S]
+//! ito-bench net echo [--conns 1,100,1000] [--impl ito,tokio,go] [--styles async,process,sync]
+//!                    [--workers 1] [--idle-conns 10000] [--record]
 //! ito-bench trace draw FILE [--out FILE.svg] [--title T]
 //! ito-bench seeds [--quick | --smoke] [--out DIR] [--peers all|built|none] [--only 000,...]
 //!                 [--from RESULTS.jsonl]
@@ -47,6 +51,7 @@ mod futures;
 mod join;
 mod measure;
 mod messaging;
+mod net;
 mod pool;
 mod seeds;
 mod stm_bank;
@@ -99,6 +104,8 @@ enum Cmd {
     Seeds(seeds::SeedsArgs),
     /// Issue 19: N synchronous tasks each blocking in a sleep, against goroutines and threads.
     Block(block::BlockArgs),
+    /// Issue 18: echo servers (ito async, process, sync; tokio; Go) and a load client.
+    Net(net::NetArgs),
     /// Issue 20: draw a trace ito recorded (`Builder::trace`, `ITO_TRACE`) as an SVG.
     Trace(trace::TraceArgs),
 }
@@ -172,6 +179,7 @@ fn main() -> ExitCode {
         Cmd::FanIn(args) => messaging::fan_in_command(&args),
         Cmd::Seeds(args) => seeds::command(&args),
         Cmd::Block(args) => block::run(&args),
+        Cmd::Net(args) => net::command(&args),
         Cmd::Trace(args) => trace::command(&args),
     }
 }

@@ -72,7 +72,7 @@ impl Shared {
 
     /// Takes one task from the injector, retrying on contention (shutdown's sweep).
     pub(super) fn steal_injected(&self) -> Option<TaskRef> {
-        worker::steal_retrying(&self.injector)
+        super::steal::steal_retrying(&self.injector)
     }
 }
 

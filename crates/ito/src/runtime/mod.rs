@@ -9,6 +9,7 @@
 //! | `handle.rs` | [`Runtime`] (the owning handle) and the global runtime | nothing |
 //! | `inject.rs` | putting tasks on queues: spawns, wake-ups, batches from outside | `injector` |
 //! | `worker.rs` | a worker's slot and context, and its loop | its own slot |
+//! | `steal.rs` | a worker looking for work elsewhere: the injector, other shelves and deques | its own deque (batches) |
 //! | `loops.rs` | worker loops on task stacks: suspending a blocked task, resuming it at home | its own slot's resume queue (others push) |
 //! | `join/` | fork-join: [`join`](crate::join), the join stack, the shelf of exposed jobs, their latches | its thread's shelf and stack |
 //! | `threads.rs` | starting, retiring and compensating threads | `threads` |
@@ -34,6 +35,7 @@ pub(crate) mod loops;
 mod metrics;
 pub(crate) mod park;
 mod shutdown;
+mod steal;
 mod threads;
 pub(crate) mod worker;
 

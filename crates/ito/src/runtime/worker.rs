@@ -22,7 +22,7 @@ use std::ptr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
 use super::Shared;
@@ -32,19 +32,15 @@ use super::park::{Idler, Parker, Seeker};
 use crate::runtime::join::shelf::{JobRef, Shelf};
 use crate::runtime::join::stack::JoinStack;
 use crate::task::TaskRef;
-use crate::trace::{self, FROM_INJECTOR, Kind, Run, Why};
+use crate::trace::{self, Kind, Run, Why};
 
 /// Tasks run between two looks at the injector.
 const INJECTOR_INTERVAL: u32 = 61;
 /// Consecutive runs from the LIFO slot before the deque gets a turn.
 const MAX_LIFO_STREAK: u32 = 3;
-/// A victim's deque at least this long gives a batch to a thief, not one task.
-const BATCH_STEAL_MIN: usize = 32;
-/// The most tasks one batch steal takes (crossbeam takes at most half the deque).
-const BATCH_STEAL_LIMIT: usize = 16;
 /// What other threads see of a worker thread.
 pub(crate) struct Slot {
-    stealer: Stealer<TaskRef>,
+    pub(super) stealer: Stealer<TaskRef>,
     /// A retired compensation thread, parked in the spare list.
     pub(super) retired: AtomicBool,
     /// The join jobs this thread offers to others (on a cache line of its own: the owner
@@ -85,15 +81,15 @@ impl Slot {
 /// A worker thread's own state, reachable through the `CTX` thread-local.
 pub(crate) struct WorkerCtx {
     pub(crate) shared: &'static Shared,
-    index: usize,
+    pub(super) index: usize,
     slot: &'static Slot,
-    local: Worker<TaskRef>,
+    pub(super) local: Worker<TaskRef>,
     /// Its half of parking: its parker, and whether it searches.
-    idler: Idler,
+    pub(super) idler: Idler,
     lifo: Cell<Option<TaskRef>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
-    rng: Cell<u64>,
+    pub(super) rng: Cell<u64>,
     compensator: bool,
     /// Counted out of the active threads by a wait in progress (`enter_blocking`).
     pub(super) blocked: Cell<bool>,
@@ -104,7 +100,7 @@ pub(crate) struct WorkerCtx {
     /// The loops this thread runs tasks on.
     loops: Loops,
     /// The joins in progress on this thread.
-    join: JoinStack,
+    pub(super) join: JoinStack,
     /// This thread, for whoever sets the latch of a join job it sleeps on.
     thread: crate::loom::thread::Thread,
 }
@@ -293,17 +289,6 @@ pub(super) fn main(
     }
 }
 
-/// Steals one task from the injector, retrying on contention.
-pub(super) fn steal_retrying(inj: &Injector<TaskRef>) -> Option<TaskRef> {
-    loop {
-        match inj.steal() {
-            Steal::Success(t) => return Some(t),
-            Steal::Empty => return None,
-            Steal::Retry => std::hint::spin_loop(),
-        }
-    }
-}
-
 impl WorkerCtx {
     #[inline]
     pub(super) fn slot(&self) -> &'static Slot {
@@ -392,7 +377,7 @@ impl WorkerCtx {
             // a busy queue. Its woken tasks land in this worker's queues.
             #[cfg(not(loom))]
             self.shared.sleep.poll_io_now();
-            if let Some(t) = steal_retrying(&self.shared.injector) {
+            if let Some(t) = super::steal::steal_retrying(&self.shared.injector) {
                 return Some(t);
             }
         }
@@ -423,110 +408,11 @@ impl WorkerCtx {
         self.local.pop()
     }
 
-    /// Looks for work elsewhere: the injector, then other slots' shelves and deques.
-    fn search(&self) -> Option<Found> {
-        self.shared.sleep.start_looking(&self.idler);
-        let found = self.steal_anywhere();
-        if found.is_some() {
-            self.stop_searching();
-        }
-        found
-    }
-
-    fn steal_anywhere(&self) -> Option<Found> {
-        if let Some(t) = self.steal_injector() {
-            return Some(Found::Task(t));
-        }
-        let me: *const Shelf = self.shelf();
-        let n = self.shared.threads.num_slots();
-        if n > 1 {
-            let start = self.next_rand() as usize % n;
-            for k in 0..n {
-                let i = (start + k) % n;
-                if i == self.index {
-                    continue;
-                }
-                let Some(slot) = self.shared.threads.slot(i) else {
-                    continue;
-                };
-                // A join job first: the oldest one a worker exposed is its largest piece.
-                if let Some(j) = slot.shelf.steal(me, self.join.len()) {
-                    return Some(Found::Job(j));
-                }
-                // One task (the oldest: in a fork-join, the largest piece) unless the victim
-                // holds a long run of tasks, as a loop spawning many small ones leaves: then a
-                // batch, so that the two workers do not bounce the deque's (and the tasks'
-                // shared data's) cache lines once per task.
-                let batch = slot.stealer.len() >= BATCH_STEAL_MIN;
-                loop {
-                    let stolen = if batch {
-                        slot.stealer
-                            .steal_batch_with_limit_and_pop(&self.local, BATCH_STEAL_LIMIT)
-                    } else {
-                        slot.stealer.steal()
-                    };
-                    match stolen {
-                        Steal::Success(t) => {
-                            bump(&self.slot().metrics.stolen);
-                            if let Some(r) = self.shared.trace {
-                                // The thief's deque was empty: it now holds the rest of a batch.
-                                let n = 1 + self.local.len() as u64;
-                                r.record(Kind::Steal { from: i as u64, n });
-                            }
-                            return Some(Found::Task(t));
-                        }
-                        Steal::Empty => break,
-                        Steal::Retry => std::hint::spin_loop(),
-                    }
-                }
-            }
-        }
-        self.steal_injector().map(Found::Task)
-    }
-
-    /// Takes an exposed join job from any slot (shutdown).
-    fn steal_join_job(&self) -> Option<JobRef> {
-        let me: *const Shelf = self.shelf();
-        self.shared
-            .threads
-            .slots()
-            .find_map(|s| s.shelf.steal(me, self.join.len()))
-    }
-
-    fn steal_injector(&self) -> Option<TaskRef> {
-        loop {
-            match self.shared.injector.steal_batch_and_pop(&self.local) {
-                Steal::Success(t) => {
-                    if let Some(r) = self.shared.trace {
-                        let n = 1 + self.local.len() as u64;
-                        r.record(Kind::Steal {
-                            from: FROM_INJECTOR,
-                            n,
-                        });
-                    }
-                    return Some(t);
-                }
-                Steal::Empty => return None,
-                Steal::Retry => std::hint::spin_loop(),
-            }
-        }
-    }
-
     /// Stops searching (this thread is about to run work), waking another searcher if it
     /// was the last one.
     #[inline]
     pub(super) fn stop_searching(&self) {
         self.shared.sleep.work_found(&self.idler);
-    }
-
-    fn next_rand(&self) -> u64 {
-        // xorshift64*
-        let mut x = self.rng.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng.set(x);
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
     /// Spawned a task from this worker.

@@ -11,19 +11,24 @@
 //! - **The current task.** While a worker (or a waiter helping inline) runs a synchronous
 //!   body, a thread-local points at its header ([`Running`]). Nested runs (a `wait` that runs
 //!   the awaited task inline) save and restore it, so it always names the innermost body.
-//! - **The blocked set.** A blocking call that is about to park registers `(task, thread)` in
-//!   a sharded set ([`Watch`]) and only then checks `CANCELLED`; a canceller sets `CANCELLED`
-//!   and only then looks the task up in the set and unparks what it finds. The shard's mutex
+//! - **The blocked set.** A blocking call that is about to park registers `(task, unblocker)`
+//!   in a sharded set ([`Watch`]) and only then checks `CANCELLED`; a canceller sets
+//!   `CANCELLED` and only then looks the task up in the set and unblocks what it finds (a
+//!   thread, or a suspended worker loop). The shard's mutex
 //!   orders the two: either the canceller sees the registration, or the blocked thread sees
 //!   the bit (loom model `loom_cancel`).
 //!
 //! Parking costs microseconds, so a mutex here is not on any hot path; tasks that never block
 //! never touch the set.
+//!
+//! Cancelling a queued task runs its cancellation, which can complete a future whose waiter is
+//! cancelled in turn: [`cancel_bounded`] runs such chains inline to a bounded depth and queues
+//! the rest on the thread, so a long chain cannot overflow the stack.
 
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
-use super::Header;
+use super::{Header, TaskRef};
 use crate::loom::Mutex;
 use crate::runtime::park::{Blocker, Unblocker};
 
@@ -201,5 +206,74 @@ impl Drop for Watch {
     fn drop(&mut self) {
         #[cfg(not(loom))]
         blocked().unregister(self.task.as_ptr() as usize, self.key);
+    }
+}
+
+/// Nested cancellations run inline on one thread before the rest are queued.
+const MAX_CANCEL_DEPTH: u32 = 32;
+
+/// This thread's cancellation nesting depth, and what is queued beyond it.
+struct Cancels {
+    depth: u32,
+    queue: Vec<TaskRef>,
+}
+
+thread_local! {
+    static CANCELS: std::cell::RefCell<Cancels> =
+        const { std::cell::RefCell::new(Cancels { depth: 0, queue: Vec::new() }) };
+}
+
+/// Replaces this thread's cancellation nesting depth (a worker loop suspending or resuming).
+/// Returns the previous one.
+pub(crate) fn swap_cancel_depth(depth: u32) -> u32 {
+    CANCELS
+        .try_with(|c| std::mem::replace(&mut c.borrow_mut().depth, depth))
+        .unwrap_or(0)
+}
+
+/// Runs the cancellations queued on this thread (see [`cancel_bounded`]). Shutdown calls it,
+/// and so does a thread about to park: a task it waits for may be sitting in this queue.
+pub(crate) fn run_pending_cancels() {
+    while let Some(t) = CANCELS
+        .try_with(|c| c.borrow_mut().queue.pop())
+        .ok()
+        .flatten()
+    {
+        t.cancel();
+    }
+}
+
+/// [`TaskRef::cancel`]: runs it inline up to [`MAX_CANCEL_DEPTH`] nested levels, queues it
+/// on this thread beyond.
+pub(super) fn cancel_bounded(task: TaskRef) {
+    let mut me = Some(task);
+    let inline = CANCELS.try_with(|c| {
+        let mut c = c.borrow_mut();
+        if c.depth >= MAX_CANCEL_DEPTH {
+            c.queue.extend(me.take());
+            false
+        } else {
+            c.depth += 1;
+            true
+        }
+    });
+    let Some(task) = me else { return }; // queued for the outermost call
+    if inline.is_err() {
+        // This thread's locals are being destroyed: no queue, cancel right here.
+        task.cancel_now();
+        return;
+    }
+    /// Leaves this nesting level however `cancel_now` returns.
+    struct Level;
+    impl Drop for Level {
+        fn drop(&mut self) {
+            let _ = CANCELS.try_with(|c| c.borrow_mut().depth -= 1);
+        }
+    }
+    let level = Level;
+    task.cancel_now();
+    drop(level);
+    if CANCELS.try_with(|c| c.borrow().depth == 0).unwrap_or(false) {
+        run_pending_cancels();
     }
 }

@@ -36,6 +36,7 @@
 //! less (8 for the count instead of 48 for the cell).
 
 pub(crate) mod cancel;
+pub(crate) use cancel::{run_pending_cancels, swap_cancel_depth};
 pub(crate) mod slab;
 pub(crate) mod state;
 mod waker;
@@ -272,42 +273,13 @@ impl TaskRef {
     ///
     /// Cancelling completes the task's future, which can wake another task that is cancelled
     /// in turn (a chain of tasks each awaiting the next). Nested cancellations run inline up to
-    /// [`MAX_CANCEL_DEPTH`]; deeper ones are queued on this thread and run when the outermost
-    /// call returns (or by [`run_pending_cancels`]), so a long chain cannot overflow the stack.
+    /// `cancel::MAX_CANCEL_DEPTH`; deeper ones are queued on this thread and run when the outermost
+    /// call returns (or by `run_pending_cancels`), so a long chain cannot overflow the stack.
     pub(crate) fn cancel(self) {
-        let mut me = Some(self);
-        let inline = CANCELS.try_with(|c| {
-            let mut c = c.borrow_mut();
-            if c.depth >= MAX_CANCEL_DEPTH {
-                c.queue.extend(me.take());
-                false
-            } else {
-                c.depth += 1;
-                true
-            }
-        });
-        let Some(task) = me else { return }; // queued for the outermost call
-        if inline.is_err() {
-            // This thread's locals are being destroyed: no queue, cancel right here.
-            task.cancel_now();
-            return;
-        }
-        /// Leaves this nesting level however `cancel_now` returns.
-        struct Level;
-        impl Drop for Level {
-            fn drop(&mut self) {
-                let _ = CANCELS.try_with(|c| c.borrow_mut().depth -= 1);
-            }
-        }
-        let level = Level;
-        task.cancel_now();
-        drop(level);
-        if CANCELS.try_with(|c| c.borrow().depth == 0).unwrap_or(false) {
-            run_pending_cancels();
-        }
+        cancel::cancel_bounded(self);
     }
 
-    fn cancel_now(self) {
+    pub(super) fn cancel_now(self) {
         // SAFETY: the entry holds a reference.
         let h = unsafe { self.0.as_ref() };
         if h.state.transition_to_running() != Claim::Lost {
@@ -348,40 +320,6 @@ impl Drop for TaskRef {
     fn drop(&mut self) {
         // SAFETY: the entry owns one reference.
         unsafe { Header::dec_ref(self.0) };
-    }
-}
-
-/// Nested cancellations run inline on one thread before the rest are queued.
-const MAX_CANCEL_DEPTH: u32 = 32;
-
-/// This thread's cancellation nesting depth, and what is queued beyond it.
-struct Cancels {
-    depth: u32,
-    queue: Vec<TaskRef>,
-}
-
-thread_local! {
-    static CANCELS: std::cell::RefCell<Cancels> =
-        const { std::cell::RefCell::new(Cancels { depth: 0, queue: Vec::new() }) };
-}
-
-/// Replaces this thread's cancellation nesting depth (a worker loop suspending or resuming).
-/// Returns the previous one.
-pub(crate) fn swap_cancel_depth(depth: u32) -> u32 {
-    CANCELS
-        .try_with(|c| std::mem::replace(&mut c.borrow_mut().depth, depth))
-        .unwrap_or(0)
-}
-
-/// Runs the cancellations queued on this thread (see [`TaskRef::cancel`]). Shutdown calls it,
-/// and so does a thread about to park: a task it waits for may be sitting in this queue.
-pub(crate) fn run_pending_cancels() {
-    while let Some(t) = CANCELS
-        .try_with(|c| c.borrow_mut().queue.pop())
-        .ok()
-        .flatten()
-    {
-        t.cancel();
     }
 }
 

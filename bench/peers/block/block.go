@@ -2,7 +2,8 @@
 // (time.Sleep: the goroutine parks, no OS thread blocks). Usage: block N D. Prints one JSON
 // line: how many finished (must be N), the seconds from the first spawn to the last finish,
 // the peak RSS (VmHWM) and the RSS before the first spawn, and the peak number of OS threads
-// of the process, sampled every millisecond from /proc/self/status by one more goroutine.
+// of the process and its peak page-table memory (VmPTE), sampled every millisecond from
+// /proc/self/status by one more goroutine.
 package main
 
 import (
@@ -51,8 +52,10 @@ func main() {
 	}
 	d := time.Duration(ms) * time.Millisecond
 
-	var peak atomic.Int64
+	var peak, peakPTE atomic.Int64
 	peak.Store(status("Threads:"))
+	basePTE := status("VmPTE:")
+	peakPTE.Store(basePTE)
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -60,6 +63,9 @@ func main() {
 		for {
 			if t := status("Threads:"); t > peak.Load() {
 				peak.Store(t)
+			}
+			if p := status("VmPTE:"); p > peakPTE.Load() {
+				peakPTE.Store(p)
 			}
 			select {
 			case <-stop:
@@ -85,6 +91,6 @@ func main() {
 	secs := time.Since(start).Seconds()
 	close(stop)
 	<-sampled
-	fmt.Printf("{\"completed\":%d,\"seconds\":%.6f,\"rss_bytes\":%d,\"baseline_rss_bytes\":%d,\"peak_threads\":%d}\n",
-		done.Load(), secs, status("VmHWM:"), baseline, peak.Load())
+	fmt.Printf("{\"completed\":%d,\"seconds\":%.6f,\"rss_bytes\":%d,\"baseline_rss_bytes\":%d,\"peak_threads\":%d,\"peak_page_table_bytes\":%d,\"baseline_page_table_bytes\":%d}\n",
+		done.Load(), secs, status("VmHWM:"), baseline, peak.Load(), peakPTE.Load(), basePTE)
 }

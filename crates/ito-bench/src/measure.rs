@@ -6,7 +6,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -228,7 +228,24 @@ pub(crate) type OnTimeout = Box<dyn FnOnce(usize) + Send>;
 pub(crate) struct Sampler {
     stop: Arc<AtomicBool>,
     peak: Arc<AtomicUsize>,
+    /// Peak `VmPTE` (page tables) in bytes.
+    peak_page_tables: Arc<AtomicU64>,
     handle: Option<JoinHandle<()>>,
+}
+
+/// What a [`Sampler`] saw.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Peaks {
+    /// Peak OS thread count (sampler excluded).
+    pub(crate) threads: usize,
+    /// Peak page-table memory of the process (`VmPTE`), in bytes: not part of the resident
+    /// set, and about a page per coroutine stack mapped 8 MiB apart.
+    pub(crate) page_table_bytes: u64,
+}
+
+/// Page-table memory of this process in bytes (`VmPTE` of `/proc/self/status`).
+pub(crate) fn vm_pte_bytes() -> Option<u64> {
+    proc_status_bytes("VmPTE:")
 }
 
 impl Sampler {
@@ -237,8 +254,13 @@ impl Sampler {
     pub(crate) fn start(deadline: Option<(Duration, OnTimeout)>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let peak = Arc::new(AtomicUsize::new(thread_count()));
+        let peak_page_tables = Arc::new(AtomicU64::new(vm_pte_bytes().unwrap_or(0)));
         let handle = {
-            let (stop, peak) = (Arc::clone(&stop), Arc::clone(&peak));
+            let (stop, peak, tables) = (
+                Arc::clone(&stop),
+                Arc::clone(&peak),
+                Arc::clone(&peak_page_tables),
+            );
             thread::Builder::new()
                 .name("ito-bench-sampler".into())
                 .spawn(move || {
@@ -247,6 +269,7 @@ impl Sampler {
                     while !stop.load(Ordering::Acquire) {
                         // The sampler itself is one of the entries.
                         peak.fetch_max(thread_count().saturating_sub(1), Ordering::AcqRel);
+                        tables.fetch_max(vm_pte_bytes().unwrap_or(0), Ordering::AcqRel);
                         if deadline
                             .as_ref()
                             .is_some_and(|(d, _)| start.elapsed() >= *d)
@@ -262,18 +285,29 @@ impl Sampler {
         Sampler {
             stop,
             peak,
+            peak_page_tables,
             handle: Some(handle),
         }
     }
 
     /// Stops sampling and returns the peak thread count (sampler excluded).
-    pub(crate) fn finish(mut self) -> usize {
+    pub(crate) fn finish(self) -> usize {
+        self.finish_peaks().threads
+    }
+
+    /// Stops sampling and returns every peak.
+    pub(crate) fn finish_peaks(mut self) -> Peaks {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
         self.peak.fetch_max(thread_count(), Ordering::AcqRel);
-        self.peak.load(Ordering::Acquire)
+        self.peak_page_tables
+            .fetch_max(vm_pte_bytes().unwrap_or(0), Ordering::AcqRel);
+        Peaks {
+            threads: self.peak.load(Ordering::Acquire),
+            page_table_bytes: self.peak_page_tables.load(Ordering::Acquire),
+        }
     }
 }
 

@@ -1,21 +1,25 @@
 //! Coroutine stacks: reserved with `mmap`, a guard page at the low end, committed by the
 //! kernel only as they are touched, and kept in a per-thread cache for reuse.
 //!
-//! Stacks are mapped [`CHUNK`] at a time, side by side in one anonymous mapping (one `mmap`
-//! and one `madvise` per chunk, one guard per stack), and a released stack goes back to its
-//! thread's cache: a burst of tasks that block costs few system calls, and no `munmap` (whose
-//! TLB shootdowns cost more than the mapping) until the thread idles and calls [`trim_cache`],
-//! which unmaps what the cache holds beyond [`CACHE_CAP`]. Side by side, the top page of one
-//! stack and the guard page of the next share a page table. The guard page is installed with
-//! `MADV_GUARD_INSTALL` (Linux 6.13) where the kernel has it: a guard marker in the page table
-//! that faults like `PROT_NONE` but does not split the mapping, so neighbouring stacks merge into
-//! one kernel mapping and 100,000 of them stay far below `vm.max_map_count` (65,530 by default).
-//! On an older kernel the guard page is `mprotect(PROT_NONE)`, which costs two mappings per stack
-//! and so caps a process at about 32,000 live stacks under the default limit.
+//! Stacks are mapped [`CHUNK`] at a time, side by side in one anonymous mapping (one `mmap`,
+//! one `madvise` and one `process_madvise` per chunk, one guard per stack), and a released stack
+//! goes back to its thread's cache: a burst of tasks that block costs few system calls, and no
+//! `munmap` (whose TLB shootdowns cost more than the mapping) until the thread idles and calls
+//! [`trim_cache`], which unmaps what the cache holds beyond [`CACHE_CAP`]. Side by side, the top
+//! page of one stack and the guard page of the next share a page table. The guard page is
+//! installed with `MADV_GUARD_INSTALL` (Linux 6.13) where the kernel has it: a guard marker in
+//! the page table that faults like `PROT_NONE` but does not split the mapping, so neighbouring
+//! stacks merge into one kernel mapping and 100,000 of them stay far below `vm.max_map_count`
+//! (65,530 by default). A chunk's markers go in with one `process_madvise` on the thread itself
+//! (Linux 6.14's `PIDFD_SELF`); a kernel without it gets one `madvise` per stack. On an older
+//! kernel still the guard page is `mprotect(PROT_NONE)`, which costs two mappings per stack and
+//! so caps a process at about 32,000 live stacks under the default limit.
+//!
+//! What a stack costs the kernel is its first touch: a stack that blocks has committed at least
+//! its top page, and, since stacks lie [`StackPool::DEFAULT_SIZE`] apart, one page-table page of
+//! its own, which the resident set does not count (`VmPTE`; `docs/coroutines.md` measures both).
 
-#[cfg(test)]
-use std::cell::Cell;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
 use std::num::NonZeroUsize;
@@ -34,6 +38,51 @@ pub(crate) const CACHE_CAP: usize = 32;
 
 /// Stacks mapped together when the cache is empty.
 pub(crate) const CHUNK: usize = 16;
+
+/// `process_madvise(2)`'s target for the calling thread's own memory (`PIDFD_SELF_THREAD`,
+/// Linux 6.14); older `libc` releases lack it.
+const PIDFD_SELF_THREAD: libc::c_int = -10_000;
+
+/// Installs a guard marker on the page at each of `lows` with one `process_madvise` call per
+/// 1,024 pages (one system call per chunk instead of one per stack); `false` if this kernel
+/// cannot, in which case no marker was installed and the caller installs them one by one.
+fn install_guards(lows: &[usize], page: usize) -> bool {
+    if !BATCHED_GUARDS.with(Cell::get) {
+        return false;
+    }
+    let ranges: Vec<libc::iovec> = lows
+        .iter()
+        .map(|&low| libc::iovec {
+            iov_base: low as *mut libc::c_void,
+            iov_len: page,
+        })
+        .collect();
+    for (i, batch) in ranges.chunks(1024).enumerate() {
+        // SAFETY: every range is the guard page of a stack in a mapping this thread just made
+        // and nothing else uses; `process_madvise` reads the `iovec`s and changes only those
+        // pages' page-table entries.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                PIDFD_SELF_THREAD,
+                batch.as_ptr(),
+                batch.len(),
+                MADV_GUARD_INSTALL,
+                0,
+            )
+        };
+        let whole = usize::try_from(done).is_ok_and(|d| d == batch.len() * page);
+        if !whole {
+            // Only the first batch can meet a kernel without the call: a later failure would
+            // leave stacks unguarded, which the caller's one-by-one path repairs (installing a
+            // marker twice is harmless).
+            debug_assert_eq!(i, 0, "process_madvise failed after a first batch succeeded");
+            BATCHED_GUARDS.with(|b| b.set(false));
+            return false;
+        }
+    }
+    true
+}
 
 /// The system page size.
 pub(crate) fn page_size() -> usize {
@@ -184,6 +233,12 @@ thread_local! {
     static CACHE: Cache = const { Cache(RefCell::new(Vec::new())) };
 }
 
+thread_local! {
+    /// Whether this thread may install guard markers in batches ([`install_guards`]); cleared
+    /// for good when the kernel refuses. Per thread, so no thread waits on another's probe.
+    pub(crate) static BATCHED_GUARDS: Cell<bool> = const { Cell::new(true) };
+}
+
 #[cfg(test)]
 thread_local! {
     /// Tests set this to take the older kernels' path: a `PROT_NONE` guard page.
@@ -231,11 +286,17 @@ impl RawStack {
         // SAFETY: the range is the mapping just made, which nothing else uses. Huge pages are
         // refused so that touching one page of a stack commits one page.
         unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
+        let lows: Vec<usize> = (0..n).map(|i| addr as usize + i * (size + page)).collect();
+        if !force_mprotect_guard() && install_guards(&lows, page) {
+            return Ok(lows
+                .into_iter()
+                .map(|low| RawStack::at(low, size))
+                .collect());
+        }
         // Each stack owns its part of the mapping from here on (and unmaps it on drop), so an
         // error below unmaps the stacks made so far and the rest of the mapping separately.
         let mut stacks = Vec::with_capacity(n);
-        for i in 0..n {
-            let low = addr as usize + i * (size + page);
+        for (i, &low) in lows.iter().enumerate() {
             let guard = low as *mut libc::c_void;
             // SAFETY: the guard page is the first page of this stack's part of the mapping.
             let guarded = !force_mprotect_guard()
@@ -249,12 +310,17 @@ impl RawStack {
                 unsafe { libc::munmap(guard, rest) };
                 return Err(err); // `stacks` unmap theirs on drop
             }
-            stacks.push(RawStack {
-                low: NonZeroUsize::new(low).expect("mmap does not return null"),
-                size,
-            });
+            stacks.push(RawStack::at(low, size));
         }
         Ok(stacks)
+    }
+
+    /// The stack whose guard page starts at `low`.
+    fn at(low: usize, size: usize) -> RawStack {
+        RawStack {
+            low: NonZeroUsize::new(low).expect("mmap does not return null"),
+            size,
+        }
     }
 
     /// One past the highest usable byte: where the stack starts, since it grows down.

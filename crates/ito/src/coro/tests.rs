@@ -309,6 +309,24 @@ fn overflow_child() {
             let mut c = Coro::with_stack(stack, "deep-recursion", || recurse(0));
             let _ = c.resume();
         }
+        Ok("first-of-chunk") => {
+            // The cache hands a chunk's stacks out last first: the chunk's lowest stack comes
+            // out last, and its guard was installed by the same batch as the others'.
+            let pool = StackPool::new(StackPool::MIN_SIZE).unwrap();
+            let mut held: Vec<_> = (0..super::stack::CHUNK)
+                .map(|_| pool.take().unwrap())
+                .collect();
+            let lowest = held.pop().unwrap();
+            assert!(held.iter().all(|s| s.guard().0 > lowest.guard().0));
+            let mut c = Coro::with_stack(lowest, "first-of-chunk", || recurse(0));
+            let _ = c.resume();
+        }
+        Ok("one-by-one-guard") => {
+            super::stack::BATCHED_GUARDS.with(|b| b.set(false));
+            let pool = StackPool::new(StackPool::MIN_SIZE).unwrap();
+            let mut c = Coro::new(&pool, "one-by-one-guard", || recurse(0)).unwrap();
+            let _ = c.resume();
+        }
         Ok("mprotect-guard") => {
             super::stack::FORCE_MPROTECT_GUARD.with(|f| f.set(true));
             let pool = StackPool::new(StackPool::MIN_SIZE).unwrap();
@@ -384,6 +402,16 @@ fn assert_overflow_reported(which: &str, name: &str) {
 #[test]
 fn a_coroutine_stack_overflow_is_reported_by_name_and_aborts() {
     assert_overflow_reported("coroutine", "deep-recursion");
+}
+
+#[test]
+fn every_stack_of_a_chunk_has_its_guard() {
+    assert_overflow_reported("first-of-chunk", "first-of-chunk");
+}
+
+#[test]
+fn guards_installed_one_by_one_report_overflows() {
+    assert_overflow_reported("one-by-one-guard", "one-by-one-guard");
 }
 
 #[test]

@@ -621,4 +621,10 @@ impl Seeker for WorkerCtx {
         self.lifo.set(lifo);
         some || !self.local.is_empty()
     }
+    fn io_unwatched(&self) -> bool {
+        #[cfg(not(loom))]
+        return self.shared.sleep.io_unwatched();
+        #[cfg(loom)]
+        false
+    }
 }

@@ -129,6 +129,12 @@ impl Sleep {
         }
     }
 
+    /// Whether the I/O driver has started and no thread blocks in it.
+    #[cfg(not(loom))]
+    pub(crate) fn io_unwatched(&self) -> bool {
+        self.io.get().is_some_and(|d| !d.held_by_sleeper())
+    }
+
     /// Wakes slot `i`'s thread (or makes its next park return at once).
     pub(crate) fn unpark(&self, i: usize) {
         if let Some(u) = self.unparkers[i].get() {

@@ -42,6 +42,11 @@ pub(crate) trait Seeker {
     fn has_local_work(&self) -> bool {
         false
     }
+    /// Whether the I/O driver has started and no thread blocks in it: readiness then reaches
+    /// no task until some thread polls it, and a spinner would not.
+    fn io_unwatched(&self) -> bool {
+        false
+    }
 }
 
 /// A runtime thread's own parking state.
@@ -123,8 +128,15 @@ impl Sleep {
     /// still counted as searching, so pushes meanwhile skip their wake-up. Only one thread at
     /// a time does. It is a longer search: what it owes the pushers that skipped their wake-up
     /// it pays in [`Sleep::sleep`], like any searcher.
+    ///
+    /// It does not spin while the I/O driver is unwatched ([`Seeker::io_unwatched`]): the
+    /// readiness it cannot see would wait out the spin, and sleeping takes the driver.
     pub(crate) fn keep_looking<S: Seeker>(&self, me: &Idler, seeker: &S) -> Option<S::Found> {
-        if self.idle_spin.is_off() || !me.searching.get() || !self.try_start_spinning() {
+        if self.idle_spin.is_off()
+            || !me.searching.get()
+            || seeker.io_unwatched()
+            || !self.try_start_spinning()
+        {
             return None;
         }
         let spinning = Spinning(self);

@@ -4,8 +4,9 @@
 //!
 //! - A process ends with an [`Exit`] reason: [`Exit::Normal`] when its body returns `()`
 //!   (or `Ok(())`), [`Exit::Panic`] with the message when it panics, [`Exit::Killed`] when it is
-//!   killed, [`Exit::Shutdown`] when a supervisor (or the runtime's shutdown) stops it, or a
-//!   user reason ([`Exit::Reason`], from a body that returns `Err(..)` or an [`Exit`]).
+//!   killed, [`Exit::Shutdown`] when a supervisor (or the runtime's shutdown) stops it, or the
+//!   program's own reason ([`Exit::Reason`] or [`Exit::Error`], from a body that returns
+//!   `Err(..)` or an [`Exit`]).
 //! - When it ends, every process **linked** to it gets an *exit signal* with that reason. A
 //!   process that does not trap exits dies of it with the same reason, unless the reason is
 //!   [`Exit::Normal`] (ignored). A process that traps exits

@@ -64,6 +64,7 @@ use crate::loom::{AtomicBool, Mutex, MutexGuard, Ordering};
 /// # watcher.on_exit().wait().unwrap();
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExitSignal {
     /// The process that ended.
     pub from: ProcessId,
@@ -85,6 +86,7 @@ pub struct ExitSignal {
 /// assert_eq!(rx.recv().unwrap(), (true, Exit::Panic("worker crashed".into())));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Down {
     /// The monitor that fired (what [`Mailbox::monitor`](super::Mailbox::monitor) returned).
     pub monitor: MonitorRef,
@@ -125,7 +127,16 @@ impl MonitorRef {
 
     /// The monitored process.
     ///
-    /// See [`MonitorRef`] for an example.
+    /// ```
+    /// use ito::process::{self, Down, Mailbox};
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// process::spawn(move |mut mb: Mailbox<Down>| async move {
+    ///     let short = process::spawn(|_: Mailbox<()>| async {});
+    ///     let r = mb.monitor(&short, |down| down);
+    ///     tx.send(mb.recv().await.from == r.target()).unwrap();
+    /// });
+    /// assert!(rx.recv().unwrap());
+    /// ```
     pub fn target(&self) -> ProcessId {
         self.target
     }

@@ -167,6 +167,8 @@ impl Hash for Exit {
     }
 }
 
+// `Exit` itself must never implement `Error`: this impl would then overlap the standard
+// library's `From<T> for T` (anyhow's error type stays out of `Error` for the same reason).
 impl<E> From<E> for Exit
 where
     E: Into<Box<dyn Error + Send + Sync + 'static>> + 'static,

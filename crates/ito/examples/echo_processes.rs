@@ -30,25 +30,24 @@ const WELCOME: &[u8] = b"welcome\n";
 
 /// One connection: echo until the peer closes or asks for a crash (a panic, which ends this
 /// process and no other), and write what the mailbox says.
-async fn serve(mut mb: Mailbox<Say>, mut conn: TcpStream) -> Result<(), Exit> {
+/// An I/O error ends it with that error (`?`), which its links get as it is.
+async fn serve(mut mb: Mailbox<Say>, mut conn: TcpStream) -> std::io::Result<()> {
     let mut buf = [0; 4096];
     loop {
         futures::select! {
             msg = mb.recv().fuse() => {
                 let Say(bytes) = msg;
-                conn.write_all(&bytes).await.map_err(|e| Exit::reason(e.to_string()))?;
+                conn.write_all(&bytes).await?;
             }
             n = conn.read(&mut buf).fuse() => {
-                let n = n.map_err(|e| Exit::reason(e.to_string()))?;
+                let n = n?;
                 if n == 0 {
                     return Ok(());
                 }
                 if buf[..n].starts_with(b"crash") {
                     panic!("the client asked for a crash");
                 }
-                conn.write_all(&buf[..n])
-                    .await
-                    .map_err(|e| Exit::reason(e.to_string()))?;
+                conn.write_all(&buf[..n]).await?;
             }
         }
     }
@@ -58,12 +57,12 @@ async fn serve(mut mb: Mailbox<Say>, mut conn: TcpStream) -> Result<(), Exit> {
 struct Ended(ExitSignal);
 
 /// The acceptor: accepts connections and spawns a linked process for each.
-async fn accept(mut mb: Mailbox<Ended>, listener: Arc<TcpListener>) -> Result<(), Exit> {
+async fn accept(mut mb: Mailbox<Ended>, listener: Arc<TcpListener>) -> std::io::Result<()> {
     mb.trap_exits(Ended);
     loop {
         futures::select! {
             conn = listener.accept().fuse() => {
-                let (conn, peer) = conn.map_err(|e| Exit::reason(e.to_string()))?;
+                let (conn, peer) = conn?;
                 let pid = mb.spawn_link(move |mb| serve(mb, conn));
                 // It may have ended already (its peer gone): then there is no one to greet.
                 let _ = pid.send(Say(WELCOME.to_vec()));

@@ -4,12 +4,14 @@
 
 mod support;
 
+use std::collections::HashSet;
+use std::error::Error;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use ito::process::{self, AnyPid, Down, Exit, ExitSignal, Mailbox, Pid};
-use support::{LONG, quiet_expected_panics};
+use ito::process::{self, AnyPid, Down, Exit, ExitSignal, IntoExit, Mailbox, Pid};
+use support::{LONG, Overheated, quiet_expected_panics};
 
 fn ended<M: Send + 'static>(p: &Pid<M>) -> Exit {
     p.on_exit()
@@ -90,6 +92,147 @@ fn exit_reasons_keep_typed_errors_and_panic_payloads() {
     }
 }
 
+fn check(degrees: u32) -> Result<(), Overheated> {
+    if degrees > 80 {
+        Err(Overheated(degrees))
+    } else {
+        Ok(())
+    }
+}
+
+/// The reason a process running `body` ended with, as a trapping linked process, a monitor
+/// and `on_exit` each got it.
+fn heard<F, Fut>(body: F) -> [Exit; 3]
+where
+    F: FnOnce(Mailbox<()>) -> Fut + Send + 'static,
+    Fut: std::future::Future + Send + 'static,
+    Fut::Output: IntoExit,
+{
+    enum Heard {
+        Link(ExitSignal),
+        Down(Down),
+    }
+    let (tx, rx) = mpsc::channel();
+    let watcher = process::spawn(move |mut mb: Mailbox<Heard>| async move {
+        mb.trap_exits(Heard::Link);
+        let child = mb.spawn_link(body);
+        mb.monitor(&child, Heard::Down);
+        let (mut link, mut down) = (None, None);
+        while link.is_none() || down.is_none() {
+            match mb.recv().await {
+                Heard::Link(sig) => link = Some(sig.reason),
+                Heard::Down(d) => down = Some(d.reason),
+            }
+        }
+        tx.send((child, link.unwrap(), down.unwrap())).unwrap();
+    });
+    let (child, link, down) = rx.recv_timeout(LONG).expect("the watcher heard nothing");
+    assert_eq!(ended(&watcher), Exit::Normal);
+    [link, down, ended(&child)]
+}
+
+/// Whatever error type a body returns, and whether it returns it or uses `?`, its links,
+/// monitors and `on_exit` get an exit that gives the error back, with no double wrapping.
+#[test]
+fn bodies_keep_their_error_type_and_exits_carry_it() {
+    let typed = heard(|_| async { Err::<(), _>(Overheated(90)) });
+    let typed_q = heard(|_| async {
+        check(91)?;
+        Ok::<(), Overheated>(())
+    });
+    let boxed = heard(|_| async {
+        check(92)?;
+        Ok::<(), Box<dyn Error + Send + Sync>>(())
+    });
+    let exit = heard(|_| async {
+        check(93)?;
+        Ok::<(), Exit>(())
+    });
+    for (exits, degrees) in [(typed, 90), (typed_q, 91), (boxed, 92), (exit, 93)] {
+        for e in exits {
+            assert!(matches!(e, Exit::Error(_)), "{e:?}");
+            assert_eq!(e.downcast_ref::<Overheated>(), Some(&Overheated(degrees)));
+            assert_eq!(e.to_string(), format!("overheated at {degrees} degrees"));
+        }
+    }
+    for e in heard(|_| async {
+        std::fs::File::open("/no/such/file/anywhere")?;
+        Ok::<(), std::io::Error>(())
+    }) {
+        let io = e.downcast_ref::<std::io::Error>().expect("the io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    }
+    // An `Exit` stays what it is.
+    let killed = heard(|_| async { Err::<(), _>(Exit::Killed) });
+    let given = heard(|_| async { Err::<(), _>(Exit::from(Overheated(94))) });
+    let reason = heard(|_| async { Err::<(), _>(Exit::reason("out of coffee")) });
+    for ((k, g), r) in killed.into_iter().zip(given).zip(reason) {
+        assert_eq!(k, Exit::Killed);
+        assert_eq!(g.downcast_ref::<Overheated>(), Some(&Overheated(94)));
+        assert_eq!(r, Exit::reason("out of coffee"));
+    }
+    // A text is a reason.
+    let said = heard(|_| async { Err::<(), _>("out of tea") });
+    let formatted = heard(|_| async { Err::<(), _>(format!("out of {}", "milk")) });
+    for (s, f) in said.into_iter().zip(formatted) {
+        assert_eq!(s, Exit::reason("out of tea"));
+        assert_eq!(f, Exit::reason("out of milk"));
+        assert!(s.downcast_ref::<Overheated>().is_none());
+    }
+}
+
+/// A process that does not trap exits dies of a linked process's typed error with that same
+/// error, which it passes on as it is.
+#[test]
+fn a_typed_error_kills_links_with_the_same_error() {
+    let parent = process::spawn(|mut mb: Mailbox<()>| async move {
+        mb.spawn_link(|_: Mailbox<()>| async { Err::<(), _>(Overheated(95)) });
+        mb.recv().await
+    });
+    assert_eq!(
+        ended(&parent).downcast_ref::<Overheated>(),
+        Some(&Overheated(95))
+    );
+}
+
+/// What a boxed or wrapped error holds decides the exit, not the box: a boxed `Failure`
+/// keeps its kind, a `Failure` holding a user error gives that error.
+#[test]
+fn failures_in_boxes_keep_their_kind() {
+    let boxed: Box<dyn Error + Send + Sync> = Box::new(ito::Failure::Timeout);
+    assert_eq!(Exit::from(boxed), Exit::reason("timed out"));
+    let inner = Exit::from(ito::Failure::from_error(Overheated(96)));
+    assert_eq!(inner.downcast_ref::<Overheated>(), Some(&Overheated(96)));
+    let boxed_str: Box<dyn Error + Send + Sync> = "said in a box".into();
+    let e = Exit::from(boxed_str);
+    assert!(matches!(e, Exit::Error(_)));
+    assert_eq!(e.to_string(), "said in a box");
+}
+
+/// Equality and hashing of exits do not go by text: errors are equal only to themselves
+/// (and their clones), never to another error or a reason that displays alike.
+#[test]
+// A panic's payload slot is the only interior mutability in an `Exit`, and neither `Hash`
+// nor `Eq` reads it.
+#[allow(clippy::mutable_key_type)]
+fn exits_compare_by_identity_not_by_text() {
+    let a = Exit::from(Overheated(1));
+    let b = Exit::from(Overheated(1));
+    let io_a = Exit::from(std::io::Error::other("overheated at 1 degrees"));
+    let text = Exit::reason("overheated at 1 degrees");
+    assert_eq!(a.to_string(), b.to_string());
+    assert_eq!(a.to_string(), text.to_string());
+    assert_eq!(a, a.clone());
+    assert_ne!(a, b);
+    assert_ne!(a, io_a);
+    assert_ne!(a, text);
+    assert_ne!(io_a, text);
+    assert_eq!(Exit::from("x"), Exit::reason("x"));
+    assert_eq!(Exit::from(String::from("x")), Exit::reason("x"));
+    let set: HashSet<Exit> = [a.clone(), a, b, io_a, text.clone(), text].into();
+    assert_eq!(set.len(), 4);
+}
+
 #[test]
 fn a_crash_kills_linked_processes() {
     quiet_expected_panics();
@@ -146,24 +289,16 @@ fn trapping_exits_turns_signals_into_messages() {
         killed.kill();
         let mut got = Vec::new();
         for _ in 0..3 {
-            got.push(mb.recv().await);
+            let sig = mb.recv().await;
+            got.push((sig.from, sig.reason));
         }
-        got.sort_by_key(|s| s.from);
+        got.sort_by_key(|s| s.0);
         let mut want = vec![
-            ExitSignal {
-                from: ok.id(),
-                reason: Exit::Normal,
-            },
-            ExitSignal {
-                from: bad.id(),
-                reason: Exit::Panic("expected: child".into()),
-            },
-            ExitSignal {
-                from: killed.id(),
-                reason: Exit::Killed,
-            },
+            (ok.id(), Exit::Normal),
+            (bad.id(), Exit::Panic("expected: child".into())),
+            (killed.id(), Exit::Killed),
         ];
-        want.sort_by_key(|s| s.from);
+        want.sort_by_key(|s| s.0);
         tx.send(got == want).unwrap();
         mb.recv().await; // survives all three
     });

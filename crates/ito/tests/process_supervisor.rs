@@ -9,7 +9,7 @@ use ito::process::{
     self, AnyPid, ChildInfo, ChildSpec, Exit, Mailbox, Pid, Restart, Strategy, Supervisor,
     SupervisorMsg,
 };
-use support::{LONG, quiet_expected_panics};
+use support::{LONG, Overheated, quiet_expected_panics};
 
 fn ended(p: &AnyPid) -> Exit {
     p.on_exit()
@@ -283,4 +283,45 @@ fn supervisors_nest() {
     assert_eq!(ended(&top.erase()), Exit::Normal);
     assert_eq!(next(&rx), Event::Dropped("leaf"));
     drop(tx);
+}
+
+/// A child whose body returns `Result<(), Overheated>` fails with that error: its supervisor
+/// treats it as abnormal (a transient child is restarted), and the exit it and the child's
+/// monitors get gives the error back.
+#[test]
+fn a_child_that_returns_its_own_error_type_is_restarted() {
+    let (tx, rx) = mpsc::channel();
+    let sup = Supervisor::new(Strategy::OneForOne)
+        .intensity(10, Duration::from_secs(60))
+        .child(
+            ChildSpec::new("thermostat", move || {
+                let tx = tx.clone();
+                process::spawn(move |mut mb: Mailbox<u32>| async move {
+                    tx.send(()).unwrap();
+                    let degrees = mb.recv().await;
+                    if degrees > 80 {
+                        return Err(Overheated(degrees));
+                    }
+                    Ok(())
+                })
+            })
+            .restart(Restart::Transient),
+        )
+        .spawn();
+    rx.recv_timeout(LONG).expect("started");
+    let first = pid_of(&children(&sup), "thermostat").unwrap();
+    let exit = first.on_exit();
+    first.downcast::<u32>().unwrap().send(90).unwrap();
+    rx.recv_timeout(LONG)
+        .expect("restarted after a typed error");
+    let reason = exit.wait_timeout(LONG).unwrap().unwrap();
+    assert_eq!(reason.downcast_ref::<Overheated>(), Some(&Overheated(90)));
+    // A normal end of a transient child is not restarted.
+    let second = pid_of(&children(&sup), "thermostat").unwrap();
+    second.downcast::<u32>().unwrap().send(20).unwrap();
+    assert_eq!(ended(&second), Exit::Normal);
+    assert!(pid_of(&children(&sup), "thermostat").is_none());
+    assert!(rx.try_recv().is_err(), "restarted after a normal end");
+    sup.stop();
+    assert_eq!(ended(&sup.erase()), Exit::Normal);
 }

@@ -429,6 +429,7 @@ fn handles_are_send_when_their_results_are() {
 #[test]
 fn process_bodies_return_errors_that_their_exits_carry() {
     use ito::process::{self, Mailbox};
+    use support::Overheated;
 
     let io = process::spawn(|_: Mailbox<()>| async {
         File::open("/no/such/file/for/ito")?;
@@ -439,15 +440,6 @@ fn process_bodies_return_errors_that_their_exits_carry() {
         .downcast_ref::<std::io::Error>()
         .expect("the io::Error itself");
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
-
-    #[derive(Debug, PartialEq)]
-    struct Overheated(u32);
-    impl std::fmt::Display for Overheated {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "overheated at {} degrees", self.0)
-        }
-    }
-    impl std::error::Error for Overheated {}
     let user = process::spawn(|_: Mailbox<()>| async {
         Err(Overheated(90))?;
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())

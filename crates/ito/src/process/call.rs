@@ -35,7 +35,23 @@ impl<R: Send + 'static> ReplyTo<R> {
     /// Sends the answer. If the caller stopped waiting (its timeout passed), the answer is
     /// dropped.
     ///
-    /// See [`ReplyTo`] for an example.
+    /// ```
+    /// use std::time::Duration;
+    /// use ito::process::{self, CallError, Mailbox, ReplyTo};
+    /// enum Msg {
+    ///     Ask(ReplyTo<&'static str>),
+    ///     Go,
+    /// }
+    /// let slow = process::spawn(|mut mb: Mailbox<Msg>| async move {
+    ///     let Msg::Ask(reply_to) = mb.recv().await else { return };
+    ///     let _go = mb.recv().await;
+    ///     reply_to.reply("too late"); // the caller stopped waiting: the answer is dropped
+    /// });
+    /// let r = ito::block_on(process::call(&slow, Msg::Ask, Duration::from_millis(10)));
+    /// assert!(matches!(r, Err(CallError::Timeout)));
+    /// assert!(slow.send(Msg::Go).is_ok());
+    /// assert!(slow.on_exit().wait().unwrap().is_normal());
+    /// ```
     pub fn reply(self, value: R) {
         let _ = self.promise.try_complete(Ok(value));
     }

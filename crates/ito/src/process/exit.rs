@@ -4,8 +4,9 @@
 //!
 //! - A process ends with an [`Exit`] reason: [`Exit::Normal`] when its body returns `()`
 //!   (or `Ok(())`), [`Exit::Panic`] with the message when it panics, [`Exit::Killed`] when it is
-//!   killed, [`Exit::Shutdown`] when a supervisor (or the runtime's shutdown) stops it, or a
-//!   user reason ([`Exit::Reason`], from a body that returns `Err(..)` or an [`Exit`]).
+//!   killed, [`Exit::Shutdown`] when a supervisor (or the runtime's shutdown) stops it, or the
+//!   program's own reason ([`Exit::Reason`] or [`Exit::Error`], from a body that returns
+//!   `Err(..)` or an [`Exit`]).
 //! - When it ends, every process **linked** to it gets an *exit signal* with that reason. A
 //!   process that does not trap exits dies of it with the same reason, unless the reason is
 //!   [`Exit::Normal`] (ignored). A process that traps exits
@@ -63,6 +64,7 @@ use crate::loom::{AtomicBool, Mutex, MutexGuard, Ordering};
 /// # watcher.on_exit().wait().unwrap();
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExitSignal {
     /// The process that ended.
     pub from: ProcessId,
@@ -84,6 +86,7 @@ pub struct ExitSignal {
 /// assert_eq!(rx.recv().unwrap(), (true, Exit::Panic("worker crashed".into())));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Down {
     /// The monitor that fired (what [`Mailbox::monitor`](super::Mailbox::monitor) returned).
     pub monitor: MonitorRef,
@@ -124,7 +127,16 @@ impl MonitorRef {
 
     /// The monitored process.
     ///
-    /// See [`MonitorRef`] for an example.
+    /// ```
+    /// use ito::process::{self, Down, Mailbox};
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// process::spawn(move |mut mb: Mailbox<Down>| async move {
+    ///     let short = process::spawn(|_: Mailbox<()>| async {});
+    ///     let r = mb.monitor(&short, |down| down);
+    ///     tx.send(mb.recv().await.from == r.target()).unwrap();
+    /// });
+    /// assert!(rx.recv().unwrap());
+    /// ```
     pub fn target(&self) -> ProcessId {
         self.target
     }

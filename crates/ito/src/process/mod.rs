@@ -29,12 +29,14 @@
 //! - **Receiving**: [`Mailbox::recv`], [`Mailbox::try_recv`], [`Mailbox::recv_timeout`], and
 //!   the selective [`Mailbox::recv_matching`], which leaves the messages it passes over queued
 //!   in order. Messages from one sender arrive in the order sent.
-//! - **Ending**: a body that returns `()` ends with [`Exit::Normal`]; one that returns
-//!   `Err(reason)` or an [`Exit`], with that reason (an `io::Error` or a
-//!   `Box<dyn Error + Send + Sync>` is kept as [`Exit::Error`], so `?` works on any error and
-//!   [`Exit::downcast_ref`] finds it); a panic, with [`Exit::Panic`] and its message and
-//!   payload; [`Pid::kill`], with [`Exit::Killed`], whatever the process is waiting for (its
-//!   body is dropped, so destructors run).
+//! - **Ending**: a body that returns `()` ends with [`Exit::Normal`]; one that returns an
+//!   [`Exit`], with it; one that returns `Err(e)`, with `Exit::from(e)`: the body keeps the
+//!   error type it has (its own `E: Error + Send + Sync`, `io::Error`,
+//!   `Box<dyn Error + Send + Sync>`, `Exit`), `?` works on any error, and the error is kept as
+//!   it is in [`Exit::Error`], where [`Exit::downcast_ref`] finds it (a text becomes an
+//!   [`Exit::Reason`]); a panic, with [`Exit::Panic`] and its message and payload;
+//!   [`Pid::kill`], with [`Exit::Killed`], whatever the process is waiting for (its body is
+//!   dropped, so destructors run).
 //! - **Links** ([`Mailbox::link`], [`Mailbox::spawn_link`]): when one of two linked processes
 //!   ends abnormally, the other ends with the same reason, unless it traps exits
 //!   ([`Mailbox::trap_exits`]), in which case it receives an [`ExitSignal`] message. A normal

@@ -1,5 +1,7 @@
 //! [`Exit`]: why a process ended, and [`IntoExit`]: what a process body may return.
 
+use std::any::Any;
+use std::borrow::Cow;
 use std::error::Error;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -9,14 +11,24 @@ use crate::{Failure, PanicPayload};
 
 /// Why a process ended.
 ///
-/// Equality: kinds are equal; panics when their messages are; [`Exit::Reason`]s when their
-/// texts are; [`Exit::Error`]s when they are the same error (an exit and its clones), as
-/// for [`Failure`].
+/// A body that returns `Err(e)` ends with `Exit::from(e)`: a text becomes an
+/// [`Exit::Reason`], any error (`?` included) is kept as it is in an [`Exit::Error`], which
+/// [`Exit::downcast_ref`] opens, and an `Exit` stays itself (see the `From` impl below).
+///
+/// Equality is not by text where types are involved: kinds are equal; panics when their
+/// messages are; [`Exit::Reason`]s when their texts are (like Erlang's atoms); [`Exit::Error`]s
+/// only when they are the same error (an exit and its clones), as for [`Failure`], so two
+/// distinct errors that display alike differ, and an error never equals a reason. `Hash`
+/// agrees.
 ///
 /// ```
 /// use ito::process::{self, Exit};
 /// let p = process::spawn(|_mb: process::Mailbox<()>| async { Err::<(), _>(Exit::reason("bad config")) });
 /// assert_eq!(p.on_exit().wait(), Ok(Exit::reason("bad config")));
+/// let io = Exit::from(std::io::Error::other("bad config"));
+/// assert_ne!(io, Exit::reason("bad config"));
+/// assert_ne!(io, Exit::from(std::io::Error::other("bad config")));
+/// assert_eq!(io, io.clone());
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
@@ -30,11 +42,12 @@ pub enum Exit {
     Killed,
     /// Stopped by its supervisor or by the shutdown of its runtime.
     Shutdown,
-    /// A reason of the program's own: the body returned `Err(reason)` with a text.
+    /// A reason of the program's own, as a text: [`Exit::reason`], or a body that returned
+    /// `Err(text)`.
     Reason(Arc<str>),
-    /// A typed error of the program's own: the body returned `Err(e)` with an
-    /// [`io::Error`](std::io::Error) or a `Box<dyn Error + Send + Sync>` (so `?` works on any
-    /// error), or an [`Exit::from_error`]. [`Exit::downcast_ref`] finds it.
+    /// An error of the program's own, kept as it is: a body that returned `Err(e)` (or used
+    /// `?`) with any `E: Error + Send + Sync`, or a `Box<dyn Error + Send + Sync>`.
+    /// [`Exit::downcast_ref`] finds it.
     Error(Arc<dyn Error + Send + Sync + 'static>),
 }
 
@@ -48,7 +61,9 @@ impl Exit {
         Exit::Reason(msg.into())
     }
 
-    /// A typed user error, kept as it is ([`downcast_ref`](Self::downcast_ref) finds it).
+    /// A typed user error, kept as it is ([`downcast_ref`](Self::downcast_ref) finds it); the
+    /// same as `Exit::from(e)`, named like [`Failure::from_error`] for `map_err`. A body
+    /// returning `Result<(), E>` needs neither: `Err(e)` is converted for it.
     ///
     /// ```
     /// use ito::process::{self, Exit, Mailbox};
@@ -67,7 +82,7 @@ impl Exit {
     /// assert_eq!(reason.downcast_ref::<Overheated>().map(|e| e.0), Some(90));
     /// ```
     pub fn from_error<E: Error + Send + Sync + 'static>(e: E) -> Exit {
-        Exit::Error(Arc::new(e))
+        Exit::from(e)
     }
 
     /// The user error inside, if this is an [`Exit::Error`] holding an `E`.
@@ -152,79 +167,96 @@ impl Hash for Exit {
     }
 }
 
-impl From<std::io::Error> for Exit {
-    /// An [`Exit::Error`] holding it, so `?` on an I/O error works in a body that returns
-    /// `Result<(), io::Error>`.
-    fn from(e: std::io::Error) -> Exit {
-        Exit::from_error(e)
-    }
-}
-
-impl From<Box<dyn Error + Send + Sync + 'static>> for Exit {
-    /// An [`Exit::Error`] holding the boxed error, so a body that returns
-    /// `Result<(), Box<dyn Error + Send + Sync>>` can use `?` on any error and keep it.
+// `Exit` itself must never implement `Error`: this impl would then overlap the standard
+// library's `From<T> for T` (anyhow's error type stays out of `Error` for the same reason).
+impl<E> From<E> for Exit
+where
+    E: Into<Box<dyn Error + Send + Sync + 'static>> + 'static,
+{
+    /// Whatever `?` turns into a `Box<dyn Error + Send + Sync>` becomes an exit, so `?` works
+    /// on any error in a body that returns `Result<(), Exit>`, and a body may return
+    /// `Result<(), E>` with the error type it already has:
     ///
-    /// ```
-    /// use std::error::Error;
-    /// use ito::process::{self, Mailbox};
-    /// let p = process::spawn(|_: Mailbox<()>| async {
-    ///     let n: u8 = "300".parse()?;
-    ///     println!("{n}");
-    ///     Ok::<(), Box<dyn Error + Send + Sync>>(())
-    /// });
-    /// let reason = p.on_exit().wait().unwrap();
-    /// assert!(reason.downcast_ref::<std::num::ParseIntError>().is_some());
-    /// ```
-    fn from(e: Box<dyn Error + Send + Sync + 'static>) -> Exit {
-        Exit::Error(Arc::from(e))
-    }
-}
-
-impl From<&str> for Exit {
-    /// A user reason.
-    fn from(msg: &str) -> Exit {
-        Exit::Reason(msg.into())
-    }
-}
-
-impl From<String> for Exit {
-    /// A user reason.
-    fn from(msg: String) -> Exit {
-        Exit::Reason(msg.into())
-    }
-}
-
-impl From<Failure> for Exit {
-    /// A panic stays a panic (payload included); a user error stays that error
-    /// ([`Exit::Error`]); any other failure becomes a user reason with its message. So a body
-    /// can use `?` on futures.
+    /// - a text (`&'static str`, `String`, `Cow<'static, str>`) becomes an [`Exit::Reason`];
+    /// - a [`Failure`] keeps its kind: a panic stays a panic (payload included), a user error
+    ///   stays that error ([`Exit::Error`]), any other failure becomes a reason with its
+    ///   message;
+    /// - any other error (an `E: Error + Send + Sync`, or a `Box<dyn Error + Send + Sync>`) is
+    ///   kept as it is, in an [`Exit::Error`] ([`Exit::downcast_ref`] finds it).
     ///
     /// ```
     /// use ito::{Failure, process::Exit};
+    /// assert_eq!(Exit::from("no disk"), Exit::reason("no disk"));
     /// let e = Exit::from(Failure::from_error(std::fmt::Error));
     /// assert!(e.downcast_ref::<std::fmt::Error>().is_some());
     /// assert_eq!(Exit::from(Failure::Timeout), Exit::reason("timed out"));
     /// ```
-    fn from(f: Failure) -> Exit {
-        match f {
-            Failure::Panic(m) => Exit::Panic(m),
-            Failure::Error(e) => Exit::Error(e),
-            other => Exit::Reason(other.to_string().into()),
+    fn from(e: E) -> Exit {
+        match as_text(e) {
+            Ok(text) => Exit::Reason(text),
+            Err(e) => match e.into().downcast::<Failure>() {
+                Ok(f) => from_failure(*f),
+                Err(e) => Exit::Error(Arc::from(e)),
+            },
         }
     }
 }
 
-/// What a process body may return: `()`, an [`Exit`], `Result<(), E>` with `E: Into<Exit>`
-/// (a text, an [`Exit`], a [`Failure`], an [`io::Error`](std::io::Error), or a
-/// `Box<dyn Error + Send + Sync>`, into which `?` converts any error), or nothing at all (`!`:
-/// a body that loops for ever).
+/// `e` as a text if its type is one of the standard library's owned or static strings, else
+/// `e` back. The types are told apart by `TypeId`, since a second `From` impl for them
+/// beside the blanket one would break coherence (see [`Exit`]'s `From` impl).
+fn as_text<E: 'static>(e: E) -> Result<Arc<str>, E> {
+    let mut slot = Some(e);
+    let any: &mut dyn Any = &mut slot;
+    let text: Option<Arc<str>> = if let Some(s) = any.downcast_mut::<Option<&'static str>>() {
+        s.take().map(Arc::from)
+    } else if let Some(s) = any.downcast_mut::<Option<String>>() {
+        s.take().map(Arc::from)
+    } else if let Some(s) = any.downcast_mut::<Option<Cow<'static, str>>>() {
+        s.take().map(Arc::from)
+    } else {
+        None
+    };
+    match text {
+        Some(text) => Ok(text),
+        None => Err(slot.expect("only a text is taken out of the slot")),
+    }
+}
+
+fn from_failure(f: Failure) -> Exit {
+    match f {
+        Failure::Panic(m) => Exit::Panic(m),
+        Failure::Error(e) => Exit::Error(e),
+        other => Exit::Reason(other.to_string().into()),
+    }
+}
+
+/// What a process body may return: `()`, an [`Exit`], `Result<(), E>` with `E: Into<Exit>`,
+/// or nothing at all (`!`: a body that loops for ever).
+///
+/// `E: Into<Exit>` takes the error types a body already has: the program's own
+/// `E: Error + Send + Sync`, an [`io::Error`](std::io::Error), a
+/// `Box<dyn Error + Send + Sync>`, a [`Failure`], a text, or an [`Exit`] itself (kept, not
+/// wrapped). So `?` works in a body whatever its error type.
 ///
 /// ```
 /// use ito::process::{self, Exit, Mailbox};
+/// #[derive(Debug, PartialEq)]
+/// struct NoDisk(u32);
+/// impl std::fmt::Display for NoDisk {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         write!(f, "disk {} is gone", self.0)
+///     }
+/// }
+/// impl std::error::Error for NoDisk {}
+///
 /// let ok = process::spawn(|_: Mailbox<()>| async {});
-/// let failed = process::spawn(|_: Mailbox<()>| async { Err::<(), _>("no disk") });
+/// let said = process::spawn(|_: Mailbox<()>| async { Err::<(), _>("no disk") });
+/// let typed = process::spawn(|_: Mailbox<()>| async { Err::<(), _>(NoDisk(2)) });
 /// assert_eq!(ok.on_exit().wait(), Ok(Exit::Normal));
-/// assert_eq!(failed.on_exit().wait(), Ok(Exit::reason("no disk")));
+/// assert_eq!(said.on_exit().wait(), Ok(Exit::reason("no disk")));
+/// let reason = typed.on_exit().wait().unwrap();
+/// assert_eq!(reason.downcast_ref::<NoDisk>(), Some(&NoDisk(2)));
 /// ```
 pub trait IntoExit {
     /// The exit reason.

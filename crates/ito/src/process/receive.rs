@@ -408,6 +408,17 @@ impl<M: Send + 'static> std::fmt::Debug for Mailbox<M> {
 ///
 /// Dropping it while it waits (a timeout) may leave the mailbox's wake-up armed: the next
 /// message then wakes the process once for nothing.
+///
+/// ```
+/// use ito::process::{self, Mailbox, Recv};
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let p = process::spawn(move |mut mb: Mailbox<u8>| async move {
+///     let next: Recv<'_, u8> = mb.recv();
+///     tx.send(next.await).unwrap();
+/// });
+/// p.send(7).unwrap();
+/// assert_eq!(rx.recv().unwrap(), 7);
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Recv<'a, M> {
     mb: &'a mut Mailbox<M>,
@@ -430,6 +441,19 @@ impl<M: Send + 'static> StdFuture for Recv<'_, M> {
 }
 
 /// The future of [`Mailbox::recv_matching`]: the first message that matches.
+///
+/// ```
+/// use ito::process::{self, Mailbox};
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let p = process::spawn(move |mut mb: Mailbox<i32>| async move {
+///     let negative = mb.recv_matching(|n| *n < 0);
+///     let first = negative.await;
+///     tx.send((first, mb.recv().await)).unwrap();
+/// });
+/// p.send(1).unwrap();
+/// p.send(-2).unwrap();
+/// assert_eq!(rx.recv().unwrap(), (-2, 1)); // 1 stayed queued
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct RecvMatching<'a, M, P> {
     mb: &'a mut Mailbox<M>,

@@ -97,7 +97,16 @@ pub struct ChildSpec {
 impl ChildSpec {
     /// A permanent child named `name`, started (and restarted) by calling `start`.
     ///
-    /// See [`ChildSpec`] for an example.
+    /// ```
+    /// use ito::process::{self, ChildSpec, Mailbox};
+    /// let spec = ChildSpec::new("idle", || {
+    ///     process::spawn(|mut mb: Mailbox<u8>| async move {
+    ///         mb.recv().await;
+    ///     })
+    /// });
+    /// let shown = format!("{spec:?}");
+    /// assert_eq!(shown, r#"ChildSpec { name: "idle", restart: Permanent, .. }"#);
+    /// ```
     pub fn new<M: Send + 'static>(
         name: impl Into<Arc<str>>,
         start: impl Fn() -> Pid<M> + Send + Sync + 'static,
@@ -111,7 +120,12 @@ impl ChildSpec {
 
     /// Sets the restart type.
     ///
-    /// See [`Restart`] for an example.
+    /// ```
+    /// use ito::process::{self, ChildSpec, Mailbox, Restart};
+    /// let once = ChildSpec::new("once", || process::spawn(|_: Mailbox<()>| async {}))
+    ///     .restart(Restart::Temporary);
+    /// assert!(format!("{once:?}").contains("Temporary"));
+    /// ```
     pub fn restart(mut self, restart: Restart) -> ChildSpec {
         self.restart = restart;
         self
@@ -119,7 +133,11 @@ impl ChildSpec {
 
     /// The child's name.
     ///
-    /// See [`ChildSpec`] for an example.
+    /// ```
+    /// use ito::process::{self, ChildSpec, Mailbox};
+    /// let db = ChildSpec::new(String::from("db"), || process::spawn(|_: Mailbox<()>| async {}));
+    /// assert_eq!(db.name(), "db");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -186,7 +204,14 @@ pub struct Supervisor {
 impl Supervisor {
     /// A supervisor with no children and Erlang's default intensity (1 restart in 5 s).
     ///
-    /// See [`Supervisor`] for an example.
+    /// ```
+    /// use ito::process::{Strategy, Supervisor};
+    /// let sup = Supervisor::new(Strategy::OneForAll);
+    /// assert_eq!(
+    ///     format!("{sup:?}"),
+    ///     "Supervisor { strategy: OneForAll, max_restarts: 1, period: 5s, children: [] }"
+    /// );
+    /// ```
     pub fn new(strategy: Strategy) -> Supervisor {
         Supervisor {
             strategy,
@@ -199,7 +224,17 @@ impl Supervisor {
     /// At most `max_restarts` restarts within any `period`; one more and the supervisor gives
     /// up (stops its children and ends with [`Exit::Shutdown`]).
     ///
-    /// See [`Supervisor`] for an example.
+    /// ```
+    /// use std::time::Duration;
+    /// use ito::process::{self, ChildSpec, Exit, Mailbox, Strategy, Supervisor};
+    /// let flaky = || process::spawn(|_: Mailbox<()>| async { Err::<(), _>("cannot start") });
+    /// let sup = Supervisor::new(Strategy::OneForOne)
+    ///     .intensity(2, Duration::from_secs(60))
+    ///     .child(ChildSpec::new("flaky", flaky))
+    ///     .spawn();
+    /// // The first start and two restarts fail; the third failure is one too many.
+    /// assert_eq!(sup.on_exit().wait(), Ok(Exit::Shutdown));
+    /// ```
     pub fn intensity(mut self, max_restarts: u32, period: Duration) -> Supervisor {
         self.max_restarts = max_restarts;
         self.period = period;
@@ -208,7 +243,19 @@ impl Supervisor {
 
     /// Adds a child; children start in the order they are added.
     ///
-    /// See [`Supervisor`] for an example.
+    /// ```
+    /// use std::time::Duration;
+    /// use ito::process::{self, ChildSpec, Mailbox, Strategy, Supervisor};
+    /// let idle = || process::spawn(|mut mb: Mailbox<()>| async move { mb.recv().await });
+    /// let sup = Supervisor::new(Strategy::RestForOne)
+    ///     .child(ChildSpec::new("first", idle))
+    ///     .child(ChildSpec::new("second", idle))
+    ///     .spawn();
+    /// let kids = ito::block_on(sup.which_children(Duration::from_secs(5))).unwrap();
+    /// let names: Vec<&str> = kids.iter().map(|c| &*c.name).collect();
+    /// assert_eq!(names, ["first", "second"]);
+    /// sup.stop();
+    /// ```
     pub fn child(mut self, spec: ChildSpec) -> Supervisor {
         self.children.push(spec);
         self
@@ -216,13 +263,27 @@ impl Supervisor {
 
     /// Starts the supervisor (a process) on the current runtime; it starts its children.
     ///
-    /// See [`Supervisor`] for an example.
+    /// ```
+    /// use ito::process::{Pid, Strategy, Supervisor, SupervisorMsg};
+    /// let sup: Pid<SupervisorMsg> = Supervisor::new(Strategy::OneForOne).spawn();
+    /// assert!(sup.is_alive());
+    /// sup.kill();
+    /// ```
     pub fn spawn(self) -> Pid<SupervisorMsg> {
         super::spawn(move |mb| supervise(self, mb))
     }
 }
 
 /// A message to a supervisor (opaque: use the methods on `Pid<SupervisorMsg>`).
+///
+/// ```
+/// use ito::process::{Exit, Pid, Strategy, Supervisor, SupervisorMsg};
+/// fn shut_down(sup: &Pid<SupervisorMsg>) -> Exit {
+///     sup.stop();
+///     sup.on_exit().wait().unwrap()
+/// }
+/// assert_eq!(shut_down(&Supervisor::new(Strategy::OneForOne).spawn()), Exit::Normal);
+/// ```
 pub struct SupervisorMsg(Msg);
 
 enum Msg {
@@ -242,6 +303,19 @@ impl fmt::Debug for SupervisorMsg {
 }
 
 /// One child, as [`which_children`](Pid::which_children) reports it.
+///
+/// ```
+/// use std::time::Duration;
+/// use ito::process::{self, ChildSpec, Mailbox, Restart, Strategy, Supervisor};
+/// let start = || process::spawn(|mut mb: Mailbox<()>| async move { mb.recv().await });
+/// let sup = Supervisor::new(Strategy::OneForOne)
+///     .child(ChildSpec::new("job", start).restart(Restart::Transient))
+///     .spawn();
+/// let info = &ito::block_on(sup.which_children(Duration::from_secs(5))).unwrap()[0];
+/// assert_eq!((&*info.name, info.restart), ("job", Restart::Transient));
+/// assert!(info.pid.as_ref().is_some_and(|p| p.is_alive()));
+/// sup.stop();
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ChildInfo {
@@ -255,9 +329,19 @@ pub struct ChildInfo {
 }
 
 impl Pid<SupervisorMsg> {
-    /// The supervisor's children, in start order (Erlang's `which_children`).
+    /// The supervisor's children, in start order (Erlang's `which_children`). Fails if the
+    /// supervisor has ended or does not answer within `timeout`.
     ///
-    /// See [`Supervisor`] for an example.
+    /// ```
+    /// use std::time::Duration;
+    /// use ito::process::{Strategy, Supervisor};
+    /// let sup = Supervisor::new(Strategy::OneForOne).spawn();
+    /// let t = Duration::from_secs(5);
+    /// assert!(ito::block_on(sup.which_children(t)).unwrap().is_empty());
+    /// sup.stop();
+    /// sup.on_exit().wait().unwrap();
+    /// assert!(ito::block_on(sup.which_children(t)).is_err());
+    /// ```
     pub async fn which_children(
         &self,
         timeout: Duration,
@@ -268,7 +352,19 @@ impl Pid<SupervisorMsg> {
     /// Asks the supervisor to stop its children (in reverse start order) and end normally.
     /// Returns at once; `on_exit` tells when it is done. Does nothing if it has ended.
     ///
-    /// See [`Supervisor`] for an example.
+    /// ```
+    /// use std::time::Duration;
+    /// use ito::process::{self, ChildSpec, Exit, Mailbox, Strategy, Supervisor};
+    /// let worker = || process::spawn(|mut mb: Mailbox<()>| async move { mb.recv().await });
+    /// let sup = Supervisor::new(Strategy::OneForOne)
+    ///     .child(ChildSpec::new("w", worker))
+    ///     .spawn();
+    /// let kids = ito::block_on(sup.which_children(Duration::from_secs(5))).unwrap();
+    /// sup.stop();
+    /// assert_eq!(sup.on_exit().wait(), Ok(Exit::Normal));
+    /// let w = kids[0].pid.as_ref().unwrap();
+    /// assert_eq!(w.on_exit().wait(), Ok(Exit::Shutdown));
+    /// ```
     pub fn stop(&self) {
         let _ = self.send(SupervisorMsg(Msg::Stop));
     }

@@ -78,6 +78,13 @@ use tx::Global;
 
 /// Why a transaction attempt stops early: it must [`retry`], or it conflicted with another
 /// commit and will run again. Propagate it with `?`; only ito makes these.
+///
+/// ```
+/// use ito::stm::{StmError, StmResult, retry};
+/// let stopped: StmResult<u8> = retry();
+/// let e: StmError = stopped.unwrap_err();
+/// assert_eq!(e.to_string(), "the transaction retries");
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct StmError(Kind);
 
@@ -108,6 +115,21 @@ impl std::fmt::Display for StmError {
 impl std::error::Error for StmError {}
 
 /// What transactional operations return.
+///
+/// ```
+/// use ito::stm::{StmResult, TVar, Tx, atomically};
+/// fn take(tx: &mut Tx, stock: &TVar<u32>, n: u32) -> StmResult<bool> {
+///     let have = stock.read(tx)?;
+///     if have < n {
+///         return Ok(false);
+///     }
+///     stock.write(tx, have - n)?;
+///     Ok(true)
+/// }
+/// let stock = TVar::new(5);
+/// assert!(atomically(|tx| take(tx, &stock, 3)));
+/// assert!(!atomically(|tx| take(tx, &stock, 3)));
+/// ```
 pub type StmResult<T> = Result<T, StmError>;
 
 /// Abandons this attempt and waits until a variable the transaction has read is written, then
@@ -468,7 +490,14 @@ where
     }
 }
 
-/// The future of [`atomically_async`].
+/// The future of [`atomically_async`]: the transaction's value when awaited.
+///
+/// ```
+/// use ito::stm::{Atomically, TVar, atomically_async};
+/// let n = TVar::new(1);
+/// let next: Atomically<_> = atomically_async(|tx| Ok(n.read(tx)? + 1));
+/// assert_eq!(ito::block_on(next), 2);
+/// ```
 #[must_use = "a transaction runs only when awaited"]
 pub struct Atomically<F> {
     f: F,

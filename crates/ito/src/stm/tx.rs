@@ -124,6 +124,17 @@ pub(crate) struct Log {
 ///
 /// Created by [`atomically`](super::atomically) for each attempt; a transaction's reads see one
 /// consistent snapshot, and its writes become visible all at once when it commits.
+///
+/// ```
+/// use ito::stm::{TVar, Tx, atomically};
+/// let (a, b) = (TVar::new(10), TVar::new(0));
+/// let moved = atomically(|tx: &mut Tx| {
+///     let n = a.replace(tx, 0)?;
+///     b.modify(tx, |v| v + n)?;
+///     Ok(n)
+/// });
+/// assert_eq!((moved, a.read_atomic(), b.read_atomic()), (10, 0, 10));
+/// ```
 pub struct Tx {
     pub(crate) global: &'static Global,
     pub(crate) guard: Guard,

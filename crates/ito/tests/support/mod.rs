@@ -14,6 +14,18 @@ pub(crate) mod derive;
 #[cfg(unix)]
 pub(crate) mod net;
 
+/// An error type of a program's own, for tests of errors that keep their type.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Overheated(pub(crate) u32);
+
+impl std::fmt::Display for Overheated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "overheated at {} degrees", self.0)
+    }
+}
+
+impl std::error::Error for Overheated {}
+
 /// Upper bound for waits that are expected to end (reached only if something hangs).
 pub(crate) const LONG: Duration = Duration::from_secs(10);
 

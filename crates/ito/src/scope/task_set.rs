@@ -14,19 +14,23 @@ use crate::{Failure, Task};
 /// (as [`cancel_all`](TaskSet::cancel_all) does).
 ///
 /// ```
-/// use std::time::Duration;
+/// // Three tasks, each waiting for its own signal; they are let go in the order 2, 0, 1.
+/// let signals: Vec<ito::Promise<()>> = (0..3).map(|_| ito::Promise::new()).collect();
 /// let mut set = ito::TaskSet::new();
-/// for ms in [30u64, 10, 20] {
+/// for (i, signal) in signals.iter().enumerate() {
+///     let go = signal.future();
 ///     set.spawn(async move {
-///         ito::sleep(Duration::from_millis(ms)).await.unwrap();
-///         ms
+///         go.await.unwrap();
+///         i
 ///     });
 /// }
 /// let mut order = Vec::new();
-/// while let Some(r) = set.join_next_blocking() {
-///     order.push(r.unwrap());
+/// for i in [2, 0, 1] {
+///     signals[i].success(()).unwrap();
+///     order.push(set.join_next_blocking().unwrap().unwrap());
 /// }
-/// assert_eq!(order, [10, 20, 30]);
+/// assert_eq!(order, [2, 0, 1]);
+/// assert!(set.join_next_blocking().is_none());
 /// ```
 pub struct TaskSet<T> {
     shared: Arc<Mutex<SetState<T>>>,

@@ -50,6 +50,9 @@ pub(crate) struct BlockArgs {
     /// The common options; their defaults are [`DEFAULTS`].
     #[command(flatten)]
     common: CommonArgs<BlockImpl>,
+    /// ito's task stack size in KiB (`Builder::task_stack_size`; default: the runtime's, 8 MiB).
+    #[arg(long = "task-stack-kib")]
+    task_stack_kib: Option<usize>,
     /// A note stored in every record (for example, how busy the machine was).
     #[arg(long)]
     note: Option<String>,
@@ -116,6 +119,9 @@ struct BlockRecord {
     /// memory the resident set does not count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     page_table_bytes_per_task: Option<f64>,
+    /// ito's task stack size in bytes when `--task-stack-kib` set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task_stack_bytes: Option<usize>,
     /// The commit this binary was built from ([`crate::measure::commit`]).
     #[serde(default)]
     commit: String,
@@ -150,6 +156,7 @@ impl BlockRecord {
             bytes_per_task: None,
             peak_threads: None,
             page_table_bytes_per_task: None,
+            task_stack_bytes: None,
             commit: measure::commit(),
             nproc: measure::nproc(),
             ok: false,
@@ -227,11 +234,22 @@ pub(crate) fn run(args: &BlockArgs) -> ExitCode {
         return crate::usage_error("--impl and --tasks need at least one value");
     };
     let sleep = Duration::from_millis(args.sleep_ms);
+    let Some(stack) = args
+        .task_stack_kib
+        .map_or(Some(None), |k| k.checked_mul(1024).map(Some))
+    else {
+        return crate::usage_error("--task-stack-kib is too large");
+    };
     if args.child {
-        let rec = BlockRecord::template(first_imp, first_n, args.sleep_ms, workers);
+        let mut rec = BlockRecord::template(first_imp, first_n, args.sleep_ms, workers);
+        let mut builder = ito::Runtime::builder().workers(workers);
+        if let Some(bytes) = stack.filter(|_| first_imp == BlockImpl::Ito) {
+            builder = builder.task_stack_size(bytes);
+            rec.task_stack_bytes = Some(bytes);
+        }
         let rec = match first_imp {
             // The runtime starts before the baseline and the clock.
-            BlockImpl::Ito => match ito::Runtime::builder().workers(workers).build() {
+            BlockImpl::Ito => match builder.build() {
                 Ok(rt) => in_process(rec, || ito_tasks(&rt, first_n, sleep)),
                 Err(e) => rec.failed(format!("cannot start the runtime: {e}")),
             },
@@ -256,7 +274,7 @@ pub(crate) fn run(args: &BlockArgs) -> ExitCode {
                 let template = BlockRecord::template(imp, n, args.sleep_ms, workers);
                 let mut rec = match imp {
                     BlockImpl::Go => go_peer(template, workers, timeout),
-                    _ => child(template, workers, timeout),
+                    _ => child(template, workers, args.task_stack_kib, timeout),
                 };
                 rec.note = args.note.clone();
                 sink.emit_line(&rec.to_json());
@@ -273,8 +291,13 @@ pub(crate) fn run(args: &BlockArgs) -> ExitCode {
 }
 
 /// Runs one ito or threads measurement in a child process of this binary.
-fn child(template: BlockRecord, workers: usize, timeout: Duration) -> BlockRecord {
-    let args: Vec<String> = [
+fn child(
+    template: BlockRecord,
+    workers: usize,
+    task_stack_kib: Option<usize>,
+    timeout: Duration,
+) -> BlockRecord {
+    let mut args: Vec<String> = [
         "block",
         "--child",
         "--impl",
@@ -288,6 +311,9 @@ fn child(template: BlockRecord, workers: usize, timeout: Duration) -> BlockRecor
     ]
     .map(String::from)
     .to_vec();
+    if let Some(kib) = task_stack_kib {
+        args.extend(["--task-stack-kib".into(), kib.to_string()]);
+    }
     let run = match measure::run_child(&args, timeout) {
         Ok(run) => run,
         Err(e) => return template.failed(format!("cannot start child: {e}")),
@@ -412,7 +438,13 @@ fn thread_tasks(n: u64, d: Duration) -> (u64, Option<String>) {
 fn summary(records: &[BlockRecord], workers: usize) {
     let ns: Vec<u64> = records.iter().map(|r| r.tasks).collect();
     for n in dedup(&ns) {
-        eprintln!("block tasks={n}:");
+        let stacks = records
+            .iter()
+            .find_map(|r| r.task_stack_bytes)
+            .map_or(String::new(), |b| {
+                format!(" (ito's task stacks {} KiB)", b / 1024)
+            });
+        eprintln!("block tasks={n}{stacks}:");
         let runs = |imp: &str| -> Vec<&BlockRecord> {
             records
                 .iter()

@@ -79,6 +79,10 @@ pub(super) struct SlotMetrics {
     pub(super) helped: AtomicU64,
     pub(super) join_steals: AtomicU64,
     pub(super) suspends: AtomicU64,
+    /// Tasks of this runtime allocated on this thread (`owners.rs`; not a metric).
+    pub(super) tasks_created: AtomicU64,
+    /// Tasks of this runtime freed on this thread (`owners.rs`; not a metric).
+    pub(super) tasks_freed: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling thread writes.

@@ -92,8 +92,9 @@ pub(crate) unsafe fn cancel_task_of(cell: NonNull<CellHeader>) -> bool {
 pub(crate) struct Header {
     pub(crate) state: State,
     vtable: &'static TaskVTable,
-    /// The runtime the task belongs to. Runtimes' shared blocks are never freed, so this
-    /// pointer never dangles.
+    /// The runtime the task belongs to. The task owns the runtime's shared block from its
+    /// allocation until `destroy` (`runtime/owners.rs`), so this pointer does not dangle
+    /// while the task exists.
     pub(crate) sched: &'static Scheduler,
 }
 
@@ -301,6 +302,14 @@ impl TaskRef {
         self.0.as_ptr()
     }
 
+    /// A second reference to the task: keeps the task, and so its runtime's shared block
+    /// (`runtime/owners.rs`), alive while this entry is given away.
+    #[inline]
+    pub(crate) fn clone_ref(&self) -> TaskRef {
+        Header::inc_ref(self.0);
+        TaskRef(self.0)
+    }
+
     /// The runtime the task belongs to.
     #[inline]
     pub(crate) fn sched(&self) -> &'static Scheduler {
@@ -359,6 +368,7 @@ unsafe fn destroy<B, T, O: Outcome<T>>(h: NonNull<Header>) {
     }
     // SAFETY: exclusive access.
     unsafe { b.inner.drop_contents() };
+    let sched = b.header.sched;
     // SAFETY: exclusive access; what is left (the header, the emptied cell, the
     // `ManuallyDrop` body) is dropped once, then the memory goes back to the slab it came
     // from (`alloc`).
@@ -366,6 +376,8 @@ unsafe fn destroy<B, T, O: Outcome<T>>(h: NonNull<Header>) {
         std::ptr::drop_in_place(task.as_ptr());
         slab::dealloc(task);
     }
+    // The task's ownership of its runtime ends last: this may free the runtime.
+    sched.task_freed();
 }
 
 unsafe fn task_of<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
@@ -392,6 +404,7 @@ fn alloc_cell<B, T, O: Outcome<T>>(
     inner: O,
 ) -> NonNull<TaskCell<B, O>> {
     let ptr = slab::alloc::<TaskCell<B, O>>();
+    sched.task_created();
     // SAFETY: fresh memory for a `TaskCell<B, O>`, freed by `destroy` (the last reference).
     unsafe {
         ptr.as_ptr().write(TaskCell {

@@ -68,9 +68,32 @@ fn dropped_runtimes_give_their_memory_back() {
     assert_flat(|rt| {
         assert_eq!(rt.spawn_fn(|| 1).wait(), Ok(1));
         assert_eq!(rt.spawn_blocking(|| 2).wait(), Ok(2));
+        // A pool of one queues its second task idle (allocated without a spawn), from
+        // outside the runtime and from one of its workers.
+        assert_eq!(rt.block_on(pool_of_one()), (Ok(3), Ok(4)));
+        assert_eq!(rt.spawn(pool_of_one()).wait(), Ok((Ok(3), Ok(4))));
         ran += 1;
     });
     assert_eq!(ran, RUNTIMES, "every runtime ran its tasks");
+}
+
+/// Two tasks through a pool that runs one at a time: the second waits, queued, until the
+/// first ends.
+async fn pool_of_one() -> (Result<u8, Failure>, Result<u8, Failure>) {
+    let pool = ito::sync::Pool::new(1);
+    let (go, wait) = ito::sync::oneshot::channel::<()>();
+    let a = pool.spawn(async move {
+        let _ = wait.await;
+        3
+    });
+    let b = pool.spawn_fn(|| 4);
+    assert_eq!(
+        pool.queued(),
+        1,
+        "the second task waits for the first's slot"
+    );
+    go.send(()).unwrap();
+    (a.await, b.await)
 }
 
 /// A future that hands its waker out on its first poll and then waits forever.

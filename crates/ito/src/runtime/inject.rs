@@ -19,6 +19,8 @@ impl Shared {
     }
 
     /// Queues a new task: on this worker's deque if we are one of ours, else the injector.
+    /// Counting the spawn counts the task as an owner of the block (`owners.rs`): in the
+    /// slot's `spawned`, or in the block's count.
     #[inline]
     fn push_new(&'static self, task: TaskRef) {
         if let Some(r) = self.trace {
@@ -28,6 +30,7 @@ impl Shared {
             Some(ctx) => ctx.push_spawned(task),
             None => {
                 self.counters.count_spawned_outside();
+                self.acquire();
                 self.push_remote(task);
             }
         }

@@ -11,7 +11,9 @@
 //!
 //! - on one of the runtime's own threads (a worker or compensation thread): a plain
 //!   increment of a counter in that thread's slot, which only that thread writes
-//!   ([`SlotMetrics`](super::metrics));
+//!   ([`SlotMetrics`](super::metrics)). A birth is the spawn, which the slot's `spawned`
+//!   metric counts already (or `tasks_created`, for the one kind of task that is allocated
+//!   without a spawn); a death is `tasks_freed`;
 //! - anywhere else (a thread outside the runtime, a blocking-pool thread): an atomic
 //!   increment or decrement of [`BlockRefs`].
 //!
@@ -85,7 +87,9 @@ impl BlockRefs {
 }
 
 impl Shared {
-    /// A task was allocated for this runtime: it owns the block until it is freed.
+    /// A task was allocated for this runtime and not spawned (`task::new_future_idle`): it
+    /// owns the block until it is freed. A spawned task is counted by its spawn
+    /// (`push_new`).
     #[inline]
     pub(crate) fn task_created(&'static self) {
         match worker::current_for(self) {
@@ -129,6 +133,7 @@ impl Shared {
         for slot in self.threads.slots() {
             let m = &slot.metrics;
             net = net
+                .wrapping_add(m.spawned.load(Ordering::Relaxed))
                 .wrapping_add(m.tasks_created.load(Ordering::Relaxed))
                 .wrapping_sub(m.tasks_freed.load(Ordering::Relaxed));
         }

@@ -209,8 +209,12 @@ impl Header {
     /// The last reference to `this` is gone; called once.
     #[cold]
     unsafe fn destroy(this: NonNull<Header>) {
-        // SAFETY: the header is ours alone until `destroy` frees it; forwarded.
+        // SAFETY: the header is ours alone until `destroy` frees it.
+        let sched = unsafe { this.as_ref() }.sched;
+        // SAFETY: forwarded.
         unsafe { cell::contain_destroy(this.as_ref().vtable.destroy, this) };
+        // The task owned its runtime's block until now (`runtime/owners.rs`); this may free it.
+        sched.task_freed();
     }
 
     /// Runs the task inline if it is scheduled and nobody started it: how a waiter helps.
@@ -343,8 +347,13 @@ fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
 
 /// The cell vtable's `destroy` (the last reference was a `Future` handle, a callback, ...).
 unsafe fn destroy_cell<B, T: 'static>(cell: NonNull<CellHeader>) {
+    let h = cell_vtable_task::<B, T>(cell);
+    // SAFETY: the task is ours alone until `destroy` frees it.
+    let sched = unsafe { h.as_ref() }.sched;
     // SAFETY: forwarded: the last reference to the task is gone; called once.
-    unsafe { destroy::<B, T, CompletionCell<T>>(cell_vtable_task::<B, T>(cell)) }
+    unsafe { destroy::<B, T, CompletionCell<T>>(h) };
+    // As in `Header::destroy`: the task's ownership of the block ends last.
+    sched.task_freed();
 }
 
 /// The task vtable's `destroy`.
@@ -368,7 +377,6 @@ unsafe fn destroy<B, T, O: Outcome<T>>(h: NonNull<Header>) {
     }
     // SAFETY: exclusive access.
     unsafe { b.inner.drop_contents() };
-    let sched = b.header.sched;
     // SAFETY: exclusive access; what is left (the header, the emptied cell, the
     // `ManuallyDrop` body) is dropped once, then the memory goes back to the slab it came
     // from (`alloc`).
@@ -376,8 +384,6 @@ unsafe fn destroy<B, T, O: Outcome<T>>(h: NonNull<Header>) {
         std::ptr::drop_in_place(task.as_ptr());
         slab::dealloc(task);
     }
-    // The task's ownership of its runtime ends last: this may free the runtime.
-    sched.task_freed();
 }
 
 unsafe fn task_of<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
@@ -404,7 +410,6 @@ fn alloc_cell<B, T, O: Outcome<T>>(
     inner: O,
 ) -> NonNull<TaskCell<B, O>> {
     let ptr = slab::alloc::<TaskCell<B, O>>();
-    sched.task_created();
     // SAFETY: fresh memory for a `TaskCell<B, O>`, freed by `destroy` (the last reference).
     unsafe {
         ptr.as_ptr().write(TaskCell {
@@ -641,6 +646,8 @@ where
     G::Output: Send + 'static,
 {
     let (task, f) = alloc(fut, sched, &FutTask::<G, CompletionCell<G::Output>>::VTABLE);
+    // Not spawned: counted here as an owner of the block (`runtime/owners.rs`).
+    sched.task_created();
     let h = task.0;
     // SAFETY: live: `task` and `f` hold references.
     let header = unsafe { h.as_ref() };

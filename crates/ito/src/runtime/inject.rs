@@ -58,7 +58,9 @@ impl Shared {
     /// which the entry takes over, was this thread's only hold on the block: once pushed, the
     /// task may run, end and be freed, and the runtime be dropped and freed with it, before
     /// `after_remote_push` is done. A second reference keeps the task, and so the block,
-    /// alive until then (`owners.rs`).
+    /// alive until then (`owners.rs`). Out of line: a wake from a worker, the common case,
+    /// inlines `schedule` without it.
+    #[inline(never)]
     fn wake_remote(&'static self, task: TaskRef) {
         let keep = task.clone_ref();
         self.push_remote(task);

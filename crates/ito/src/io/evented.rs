@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 
 use mio::event::Source;
 
-use super::driver::Driver;
+use super::driver::{Driver, Slot};
 use super::ready::Direction;
 use super::scheduled::{ReadyEvent, ScheduledIo};
 
@@ -23,7 +23,9 @@ use super::scheduled::{ReadyEvent, ScheduledIo};
 pub(crate) struct Evented<S: Source> {
     /// `None` only once [`Evented::into_inner`] or drop took it.
     source: Option<S>,
-    driver: &'static Driver,
+    /// The driver it is registered with, kept alive by the source, which may outlive its
+    /// runtime.
+    slot: Arc<Slot>,
     token: usize,
     io: Arc<ScheduledIo>,
 }
@@ -44,12 +46,12 @@ impl<S: Source> Evented<S> {
     /// Registers `source` (already non-blocking) with the current runtime's driver, starting
     /// the driver if this is the runtime's first.
     pub(crate) fn new(mut source: S) -> io::Result<Evented<S>> {
-        let driver = crate::runtime::current().sleep.io_driver()?;
+        let slot = crate::runtime::current().sleep.io_slot()?;
         let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-        let (token, io) = driver.register(&mut source, interest)?;
+        let (token, io) = driver(&slot).register(&mut source, interest)?;
         Ok(Evented {
             source: Some(source),
-            driver,
+            slot,
             token,
             io,
         })
@@ -121,8 +123,14 @@ impl<S: Source> Evented<S> {
 impl<S: Source> Drop for Evented<S> {
     fn drop(&mut self) {
         if let Some(mut source) = self.source.take() {
-            self.driver.deregister(&mut source, self.token);
+            driver(&self.slot).deregister(&mut source, self.token);
             self.io.clear_waiters();
         }
     }
+}
+
+/// The driver of a slot that `Sleep::io_slot` started.
+fn driver(slot: &Slot) -> &Driver {
+    slot.get()
+        .expect("ito: the I/O driver is started before a source registers")
 }

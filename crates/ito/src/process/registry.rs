@@ -16,10 +16,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::pid::{AnyPid, Pid, ProcessId};
 
-/// A registered name: the runtime it was registered on (its address) and the name.
+/// A registered name: the runtime it was registered on (its number, never reused, unlike
+/// the address of a freed runtime) and the name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Name {
-    runtime: usize,
+    runtime: u64,
     name: Arc<str>,
 }
 
@@ -27,7 +28,7 @@ impl Name {
     /// `name` on the runtime the calling code runs on.
     fn here(name: Arc<str>) -> Name {
         Name {
-            runtime: std::ptr::from_ref(crate::runtime::current()).addr(),
+            runtime: crate::runtime::current().id,
             name,
         }
     }

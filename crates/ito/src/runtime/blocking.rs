@@ -72,12 +72,18 @@ impl BlockingPool {
             st.threads += 1;
             drop(st);
             shared.counters.thread_started();
+            // The thread owns the block until it exits (`owners.rs`); the caller is an owner.
+            shared.acquire();
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-blocking", shared.threads.name()))
-                .spawn(move || shared.blocking.thread_main(shared));
+                .spawn(move || {
+                    shared.blocking.thread_main(shared);
+                    shared.release();
+                });
             if spawned.is_err() {
                 shared.counters.thread_stopped();
                 self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
+                shared.release();
             }
         }
         fut

@@ -3,7 +3,7 @@
 use crate::coro::StackPool;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crossbeam_deque::Injector;
@@ -17,6 +17,8 @@ use super::{Runtime, Shared};
 /// Extra slots, beyond the configured compensation bound, that may be used only when every
 /// worker of the runtime is blocked (the no-deadlock guarantee; see `docs/scheduler.md`).
 const EMERGENCY_SLOTS: usize = 256;
+/// The next runtime's number (`Shared::id`).
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// `Builder::idle_spin`'s default.
 const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
 
@@ -204,17 +206,19 @@ impl Builder {
             blocking: BlockingPool::new(self.max_blocking),
             trace: self.trace.map(crate::trace::Recorder::new),
             task_stacks: Some(task_stacks),
+            refs: super::owners::BlockRefs::new(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }));
-        for _ in 0..workers {
-            if let Err(e) = threads::start_thread(shared, false) {
-                shared.shutdown();
-                return Err(e);
-            }
-        }
-        Ok(Runtime {
+        // The block is freed by its last owner (`owners.rs`), starting with this `Runtime`.
+        let rt = Runtime {
             shared,
             owned: true,
-        })
+        };
+        for _ in 0..workers {
+            // Dropping `rt` on failure shuts down the threads started so far and lets go.
+            threads::start_thread(shared, false)?;
+        }
+        Ok(rt)
     }
 }
 

@@ -21,6 +21,19 @@ use crate::future::Task;
 ///
 /// Dropping a runtime stops its threads after the tasks they are running return; tasks still
 /// queued are cancelled (their futures fail with [`Failure::Cancelled`](crate::Failure)).
+/// Its memory is freed once nothing refers to it any more: at once if no task of it is left,
+/// else when the last of its tasks is freed (its last handle or waker dropped). A waker of
+/// one of its tasks that is woken after the drop cancels the task instead of queuing it;
+/// a handle of a task reads the task's result, or [`Failure::Cancelled`](crate::Failure).
+/// A runtime dropped from one of its own threads, or shut down by a
+/// [`shutdown_timeout`](Runtime::shutdown_timeout) that timed out, keeps its memory.
+///
+/// ```
+/// let rt = ito::Runtime::builder().workers(1).build().unwrap();
+/// let t = rt.spawn_fn(|| 7);
+/// drop(rt); // queued tasks are cancelled; the handle keeps the task's memory alive
+/// assert!(matches!(t.wait(), Ok(7) | Err(ito::Failure::Cancelled)));
+/// ```
 pub struct Runtime {
     pub(super) shared: &'static Shared,
     pub(super) owned: bool,
@@ -201,6 +214,9 @@ impl Runtime {
             .shared
             .shutdown_until(std::time::Instant::now().checked_add(timeout));
         self.write_final_trace();
+        if done {
+            self.shared.release_runtime();
+        }
         done
     }
 
@@ -219,6 +235,7 @@ impl Drop for Runtime {
         if self.owned {
             self.shared.shutdown();
             self.write_final_trace();
+            self.shared.release_runtime();
         }
     }
 }

@@ -19,6 +19,8 @@ impl Shared {
     }
 
     /// Queues a new task: on this worker's deque if we are one of ours, else the injector.
+    /// Counting the spawn counts the task as an owner of the block (`owners.rs`): in the
+    /// slot's `spawned`, or in the block's count.
     #[inline]
     fn push_new(&'static self, task: TaskRef) {
         if let Some(r) = self.trace {
@@ -28,6 +30,7 @@ impl Shared {
             Some(ctx) => ctx.push_spawned(task),
             None => {
                 self.counters.count_spawned_outside();
+                self.acquire();
                 self.push_remote(task);
             }
         }
@@ -42,10 +45,26 @@ impl Shared {
             }
             return;
         }
+        // The waker's references were the caller's only hold on the block: see `wake_remote`.
+        let keep = tasks.first().map(TaskRef::clone_ref);
         for t in tasks {
             self.injector.push(t);
         }
         self.after_remote_push();
+        drop(keep);
+    }
+
+    /// Queues a task woken from a thread that is not one of ours. The waker's reference,
+    /// which the entry takes over, was this thread's only hold on the block: once pushed, the
+    /// task may run, end and be freed, and the runtime be dropped and freed with it, before
+    /// `after_remote_push` is done. A second reference keeps the task, and so the block,
+    /// alive until then (`owners.rs`). Out of line: a wake from a worker, the common case,
+    /// inlines `schedule` without it.
+    #[inline(never)]
+    fn wake_remote(&'static self, task: TaskRef) {
+        let keep = task.clone_ref();
+        self.push_remote(task);
+        drop(keep);
     }
 
     /// Queues a task from a thread that is not one of ours.
@@ -88,7 +107,7 @@ impl Schedule for Shared {
             Some(ctx) => ctx.push_woken(task),
             None => {
                 if let Err(task) = wake_batch::add(task) {
-                    self.push_remote(task);
+                    self.wake_remote(task);
                 }
             }
         }

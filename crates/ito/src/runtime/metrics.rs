@@ -72,6 +72,7 @@ impl Counters {
 /// Counters written only by the slot's own thread (plain load and store, no read-modify-write).
 #[derive(Default)]
 pub(super) struct SlotMetrics {
+    /// Tasks spawned from this thread; also the births that `owners.rs` counts.
     pub(super) spawned: AtomicU64,
     pub(super) polled: AtomicU64,
     pub(super) stolen: AtomicU64,
@@ -79,6 +80,11 @@ pub(super) struct SlotMetrics {
     pub(super) helped: AtomicU64,
     pub(super) join_steals: AtomicU64,
     pub(super) suspends: AtomicU64,
+    /// Tasks of this runtime allocated on this thread without a spawn (`owners.rs`; not a
+    /// metric).
+    pub(super) tasks_created: AtomicU64,
+    /// Tasks of this runtime freed on this thread (`owners.rs`; not a metric).
+    pub(super) tasks_freed: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling thread writes.

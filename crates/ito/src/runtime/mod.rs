@@ -19,10 +19,13 @@
 //! | `blocking.rs` | the blocking pool (`spawn_blocking`) | `blocking` |
 //! | `shutdown.rs` | stopping threads and cancelling what is queued | `shutdown` |
 //! | `metrics.rs` | [`Metrics`] and the counters behind them | `counters` |
+//! | `owners.rs` | who owns [`Shared`], and freeing it when the last owner lets go | `refs` |
 //!
 //! [`Shared`] is the part every thread and every task reaches. It is allocated once per
-//! runtime and never freed, so a task's `&'static Shared` cannot dangle and spawning costs no
-//! reference-count traffic.
+//! runtime and freed when its last owner lets go (`owners.rs`): the `Runtime`, after it
+//! joined the threads, its blocking-pool threads, and its tasks. Its users hold it as
+//! `&'static Shared`: a plain pointer, valid for as long as the holder is, or is held by, an
+//! owner. So spawning, waking, stealing and parking cost no reference-count traffic.
 
 mod block_on;
 pub(crate) mod block_until;
@@ -33,6 +36,7 @@ mod inject;
 pub(crate) mod join;
 pub(crate) mod loops;
 mod metrics;
+pub(crate) mod owners;
 pub(crate) mod park;
 mod shutdown;
 mod steal;
@@ -80,6 +84,11 @@ pub(crate) struct Shared {
     /// The stacks workers run their loops, and so tasks, on (`loops.rs`); `None`: on their
     /// threads' own stacks.
     pub(crate) task_stacks: Option<crate::coro::StackPool>,
+    /// The block's owners outside its threads (`owners.rs`).
+    refs: owners::BlockRefs,
+    /// This runtime's number, unique in the process (a freed block's address may be reused):
+    /// what the process registry files names under.
+    pub(crate) id: u64,
 }
 
 impl Shared {

@@ -92,8 +92,9 @@ pub(crate) unsafe fn cancel_task_of(cell: NonNull<CellHeader>) -> bool {
 pub(crate) struct Header {
     pub(crate) state: State,
     vtable: &'static TaskVTable,
-    /// The runtime the task belongs to. Runtimes' shared blocks are never freed, so this
-    /// pointer never dangles.
+    /// The runtime the task belongs to. The task owns the runtime's shared block from its
+    /// allocation until `destroy` (`runtime/owners.rs`), so this pointer does not dangle
+    /// while the task exists.
     pub(crate) sched: &'static Scheduler,
 }
 
@@ -208,8 +209,12 @@ impl Header {
     /// The last reference to `this` is gone; called once.
     #[cold]
     unsafe fn destroy(this: NonNull<Header>) {
-        // SAFETY: the header is ours alone until `destroy` frees it; forwarded.
+        // SAFETY: the header is ours alone until `destroy` frees it.
+        let sched = unsafe { this.as_ref() }.sched;
+        // SAFETY: forwarded.
         unsafe { cell::contain_destroy(this.as_ref().vtable.destroy, this) };
+        // The task owned its runtime's block until now (`runtime/owners.rs`); this may free it.
+        sched.task_freed();
     }
 
     /// Runs the task inline if it is scheduled and nobody started it: how a waiter helps.
@@ -301,6 +306,14 @@ impl TaskRef {
         self.0.as_ptr()
     }
 
+    /// A second reference to the task: keeps the task, and so its runtime's shared block
+    /// (`runtime/owners.rs`), alive while this entry is given away.
+    #[inline]
+    pub(crate) fn clone_ref(&self) -> TaskRef {
+        Header::inc_ref(self.0);
+        TaskRef(self.0)
+    }
+
     /// The runtime the task belongs to.
     #[inline]
     pub(crate) fn sched(&self) -> &'static Scheduler {
@@ -334,8 +347,13 @@ fn cell_vtable_task<B, T>(cell: NonNull<CellHeader>) -> NonNull<Header> {
 
 /// The cell vtable's `destroy` (the last reference was a `Future` handle, a callback, ...).
 unsafe fn destroy_cell<B, T: 'static>(cell: NonNull<CellHeader>) {
+    let h = cell_vtable_task::<B, T>(cell);
+    // SAFETY: the task is ours alone until `destroy` frees it.
+    let sched = unsafe { h.as_ref() }.sched;
     // SAFETY: forwarded: the last reference to the task is gone; called once.
-    unsafe { destroy::<B, T, CompletionCell<T>>(cell_vtable_task::<B, T>(cell)) }
+    unsafe { destroy::<B, T, CompletionCell<T>>(h) };
+    // As in `Header::destroy`: the task's ownership of the block ends last.
+    sched.task_freed();
 }
 
 /// The task vtable's `destroy`.
@@ -628,6 +646,8 @@ where
     G::Output: Send + 'static,
 {
     let (task, f) = alloc(fut, sched, &FutTask::<G, CompletionCell<G::Output>>::VTABLE);
+    // Not spawned: counted here as an owner of the block (`runtime/owners.rs`).
+    sched.task_created();
     let h = task.0;
     // SAFETY: live: `task` and `f` hold references.
     let header = unsafe { h.as_ref() };

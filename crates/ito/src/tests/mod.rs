@@ -5,6 +5,7 @@ mod loom_cell;
 mod loom_io;
 mod loom_join;
 mod loom_notify;
+mod loom_owners;
 mod loom_park;
 mod loom_process;
 mod loom_stm;

@@ -109,6 +109,14 @@ impl Sleep {
         self.io.get_or_start(|| self.unpark_all())
     }
 
+    /// The slot of the runtime's I/O driver, the driver started: what a registered source
+    /// keeps, since it may outlive the runtime's shared block (`io/evented.rs`).
+    #[cfg(not(loom))]
+    pub(crate) fn io_slot(&self) -> std::io::Result<std::sync::Arc<crate::io::Slot>> {
+        self.io_driver()?;
+        Ok(self.io.clone())
+    }
+
     /// Whether the I/O driver has started: readiness then reaches tasks only through a thread
     /// that polls it, so the last active thread must not block without a replacement.
     pub(crate) fn io_started(&self) -> bool {

@@ -188,8 +188,17 @@ impl<T> Task<T> {
             !self.is_spent(),
             "an ito::Task waited on after it returned its result"
         );
-        if !self.header().is_complete() && !self.block(None) {
-            return Err(Failure::Cancelled);
+        if !self.header().is_complete() {
+            // The hot path of fork-join code: the awaited task has usually not run yet, and
+            // `block_until` runs it inline, so this call is on every level of that recursion.
+            // It is made directly: a helper frame here would be one more frame per level.
+            if block_until(self.cell_ptr(), None) == Woken::Cancelled {
+                return Err(Failure::Cancelled);
+            }
+            assert!(
+                self.is_finished(),
+                "a wait returned before its task completed"
+            );
         }
         // SAFETY: complete (seen with `Acquire`); the only reader, once (`self` is consumed).
         unsafe { self.inner().take() }
@@ -230,21 +239,6 @@ impl<T> Task<T> {
         self.waiter = SPENT;
         // SAFETY: complete; the only reader, and `SPENT` keeps this from running twice.
         Some(unsafe { self.inner().take() })
-    }
-
-    /// Blocks until complete; `false` if the current synchronous task was cancelled first.
-    #[cold]
-    fn block(&self, deadline: Option<std::time::Instant>) -> bool {
-        match block_until(self.cell_ptr(), deadline) {
-            Woken::Cancelled => false,
-            _ => {
-                assert!(
-                    self.is_finished(),
-                    "a wait returned before its task completed"
-                );
-                true
-            }
-        }
     }
 
     /// Cancels the task: an async task is dropped at its next suspension point, a

@@ -40,6 +40,11 @@ impl TcpListener {
     /// resolves to is tried in turn. Binding an address in use fails with
     /// [`io::ErrorKind::AddrInUse`], and the error names the address.
     ///
+    /// The queue of connections not yet accepted is as long as the system allows
+    /// (`net.core.somaxconn`, 4096 by default on Linux), as Go's listeners have it, not the 128
+    /// of std's and tokio's `bind`: a burst of connects beyond the queue is not refused but
+    /// held back by TCP retransmission, seconds at a time.
+    ///
     /// Cancel safety: cancel safe (dropped before it returns, it binds nothing that lasts).
     ///
     /// ```
@@ -54,7 +59,9 @@ impl TcpListener {
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         let addrs = resolve(&addr).await?;
         each_addr("bind", addrs, |a| async move {
-            TcpListener::from_mio(mio::net::TcpListener::bind(a)?)
+            let l = mio::net::TcpListener::bind(a)?;
+            listen_deep(&l)?;
+            TcpListener::from_mio(l)
         })
         .await
     }
@@ -110,5 +117,18 @@ impl TcpListener {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.source().local_addr()
+    }
+}
+
+/// Calls `listen` again on a listening socket with the largest backlog: Linux then updates the
+/// backlog, capped at `net.core.somaxconn`. Only `bind` calls it: a listener taken over from
+/// std keeps the backlog its owner chose.
+fn listen_deep(l: &mio::net::TcpListener) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` on a descriptor this listener owns; it reads no memory of ours.
+    if unsafe { libc::listen(l.as_raw_fd(), libc::c_int::MAX) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }

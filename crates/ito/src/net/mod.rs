@@ -57,3 +57,15 @@ pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;
 pub use unix::{UnixListener, UnixStream};
+
+/// Calls `listen` again on a listening socket with the largest backlog: Linux then updates the
+/// backlog, capped at `net.core.somaxconn`. `TcpListener::bind` and `UnixListener::bind` call it;
+/// a listener taken over from std keeps the backlog its owner chose.
+fn listen_deep(l: &impl std::os::fd::AsRawFd) -> std::io::Result<()> {
+    // SAFETY: `listen` on a descriptor this listener owns; it reads no memory of ours.
+    if unsafe { libc::listen(l.as_raw_fd(), libc::c_int::MAX) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -60,7 +60,7 @@ impl TcpListener {
         let addrs = resolve(&addr).await?;
         each_addr("bind", addrs, |a| async move {
             let l = mio::net::TcpListener::bind(a)?;
-            listen_deep(&l)?;
+            super::listen_deep(&l)?;
             TcpListener::from_mio(l)
         })
         .await
@@ -117,18 +117,5 @@ impl TcpListener {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.source().local_addr()
-    }
-}
-
-/// Calls `listen` again on a listening socket with the largest backlog: Linux then updates the
-/// backlog, capped at `net.core.somaxconn`. Only `bind` calls it: a listener taken over from
-/// std keeps the backlog its owner chose.
-fn listen_deep(l: &mio::net::TcpListener) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `listen` on a descriptor this listener owns; it reads no memory of ours.
-    if unsafe { libc::listen(l.as_raw_fd(), libc::c_int::MAX) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }

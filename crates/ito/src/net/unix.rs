@@ -53,6 +53,7 @@ impl UnixListener {
                 format!("ito: cannot bind {}: {e}", path.display()),
             )
         })?;
+        super::listen_deep(&l)?;
         Ok(UnixListener {
             io: Evented::new(l)?,
         })

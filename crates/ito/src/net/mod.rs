@@ -52,7 +52,7 @@ mod udp;
 mod unix;
 
 pub use addr::ToSocketAddrs;
-pub use split::{OwnedReadHalf, OwnedWriteHalf};
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use tcp_listener::TcpListener;
 pub use tcp_stream::TcpStream;
 pub use udp::UdpSocket;

@@ -1,5 +1,6 @@
 //! The owned halves of a [`TcpStream`], for a reader and a writer in different tasks.
 
+use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
@@ -42,7 +43,32 @@ pub struct OwnedReadHalf {
 #[derive(Debug)]
 pub struct OwnedWriteHalf {
     inner: Arc<TcpStream>,
+    /// Cleared by [`OwnedReadHalf::reunite`], which keeps the stream whole.
+    shutdown_on_drop: bool,
 }
+
+/// The halves given to [`OwnedReadHalf::reunite`] came from two different streams; both are
+/// handed back.
+///
+/// ```
+/// # ito::block_on(async {
+/// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let (r1, _w1) = ito::net::TcpStream::connect(l.local_addr()?).await?.into_split();
+/// let (_r2, w2) = ito::net::TcpStream::connect(l.local_addr()?).await?.into_split();
+/// let ito::net::ReuniteError(_r1, _w2) = r1.reunite(w2).unwrap_err();
+/// # Ok::<(), std::io::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tried to reunite the halves of two different streams")
+    }
+}
+
+impl std::error::Error for ReuniteError {}
 
 stream_traits!(OwnedReadHalf, |h| &h.inner.io, read);
 stream_traits!(OwnedWriteHalf, |h| &h.inner.io, write);
@@ -50,6 +76,33 @@ stream_traits!(OwnedWriteHalf, |h| &h.inner.io, write);
 impl OwnedReadHalf {
     pub(super) fn new(inner: Arc<TcpStream>) -> OwnedReadHalf {
         OwnedReadHalf { inner }
+    }
+
+    /// Puts the stream back together from its two halves, as tokio's `reunite` does; halves of
+    /// two different streams are handed back in the error. The writing direction stays open.
+    ///
+    /// ```
+    /// use futures::{AsyncReadExt, AsyncWriteExt};
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (mut s, _) = l.accept().await?;
+    /// let (r, w) = c.into_split();
+    /// let mut c = r.reunite(w).unwrap();
+    /// c.write_all(b"still open").await?;
+    /// let mut b = [0; 10];
+    /// s.read_exact(&mut b).await?;
+    /// assert_eq!(&b, b"still open");
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn reunite(self, mut w: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
+        if !Arc::ptr_eq(&self.inner, &w.inner) {
+            return Err(ReuniteError(self, w));
+        }
+        w.shutdown_on_drop = false;
+        drop(w);
+        Ok(Arc::into_inner(self.inner).expect("the two halves are the stream's only owners"))
     }
 
     /// [`TcpStream::peek`] on the stream.
@@ -102,7 +155,25 @@ impl OwnedReadHalf {
 
 impl OwnedWriteHalf {
     pub(super) fn new(inner: Arc<TcpStream>) -> OwnedWriteHalf {
-        OwnedWriteHalf { inner }
+        OwnedWriteHalf {
+            inner,
+            shutdown_on_drop: true,
+        }
+    }
+
+    /// [`OwnedReadHalf::reunite`] from this side.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let (r, w) = ito::net::TcpStream::connect(l.local_addr()?).await?.into_split();
+    /// let c = w.reunite(r).unwrap();
+    /// assert_eq!(c.peer_addr()?, l.local_addr()?);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn reunite(self, r: OwnedReadHalf) -> Result<TcpStream, ReuniteError> {
+        r.reunite(self)
     }
 
     /// The address of the peer.
@@ -136,7 +207,9 @@ impl OwnedWriteHalf {
 
 impl Drop for OwnedWriteHalf {
     fn drop(&mut self) {
-        // The peer may be gone already; there is nothing to report to.
-        let _ = self.inner.shutdown(Shutdown::Write);
+        if self.shutdown_on_drop {
+            // The peer may be gone already; there is nothing to report to.
+            let _ = self.inner.shutdown(Shutdown::Write);
+        }
     }
 }

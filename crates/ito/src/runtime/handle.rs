@@ -259,7 +259,9 @@ static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 pub(crate) fn global() -> &'static Shared {
     GLOBAL
         .get_or_init(|| {
-            let mut builder = Builder::default().thread_name("ito-global");
+            let mut builder = Builder::default()
+                .thread_name("ito-global")
+                .process_timers();
             let trace = std::env::var_os("ITO_TRACE").filter(|p| !p.is_empty());
             if let Some(path) = trace {
                 builder = builder.trace(path);

@@ -33,7 +33,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-pub(crate) use driver::call_at;
+use driver::call_at_detached;
+pub(crate) use driver::{Driver, call_at};
 pub use interval::{Interval, MissedTickBehavior, Tick, interval, interval_at};
 pub use sleep::Sleep;
 use sleep::Timer;
@@ -70,11 +71,26 @@ pub fn sleep_until(deadline: Instant) -> Future<()> {
         let _ = p.success(());
         return f;
     }
-    call_at(deadline, move || {
-        let _ = p.success(());
-    })
-    .detach();
+    let entry = CancelOnDrop(Some(p));
+    call_at_detached(deadline, move || {
+        let mut entry = entry;
+        if let Some(p) = entry.0.take() {
+            let _ = p.success(());
+        }
+    });
     f
+}
+
+/// A wheel entry's promise: completed by the entry, or failed with [`Failure::Cancelled`]
+/// if the entry is dropped unfired (its runtime shut down).
+struct CancelOnDrop(Option<Promise<()>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = p.try_failure(Failure::Cancelled);
+        }
+    }
 }
 
 /// Runs `fut` with a time limit: its output, or [`Failure::Timeout`] if `duration` passes

@@ -21,6 +21,8 @@ use crate::future::Task;
 ///
 /// Dropping a runtime stops its threads after the tasks they are running return; tasks still
 /// queued are cancelled (their futures fail with [`Failure::Cancelled`](crate::Failure)).
+/// Then it joins its timer thread and drops its pending timers: a task waiting on one is
+/// cancelled ([`ito::time`](crate::time) says what else sees it).
 /// Its memory is freed once nothing refers to it any more: at once if no task of it is left,
 /// else when the last of its tasks is freed (its last handle or waker dropped). A waker of
 /// one of its tasks that is woken after the drop cancels the task instead of queuing it;

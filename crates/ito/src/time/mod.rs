@@ -16,11 +16,33 @@
 //! });
 //! ```
 //!
-//! One timer thread per process drives a hierarchical timing wheel (`wheel.rs`). It sleeps
-//! exactly until the earliest deadline (not rounded up to a tick), fires what is due, and runs
-//! each entry's callback, which completes a promise or wakes a waker. Callbacks registered by
-//! users on those promises are handed to a task (on the global runtime), so the timer thread
-//! never runs user code.
+//! Each runtime owns a timer thread (`ito-timer`, started by the runtime's first timer) that
+//! drives a hierarchical timing wheel (`wheel.rs`). It sleeps exactly until the earliest
+//! deadline (not rounded up to a tick), fires what is due, and runs each entry's callback,
+//! which completes a promise or wakes a waker. Callbacks registered by users on those
+//! promises are handed to a task (on the global runtime), so the timer thread never runs
+//! user code.
+//!
+//! A timer goes to the runtime it is registered from, as a process name does: the runtime of
+//! the task (or blocking job) that registers it, or the one entered by
+//! [`Runtime::block_on`](crate::Runtime::block_on). Code outside every runtime (a plain
+//! thread calling `ito::sleep(d).wait()`) and the global runtime's tasks use the global
+//! runtime's timer thread. [`Sleep`], [`Timeout`] and [`Interval`] register on their first
+//! pending poll.
+//!
+//! Dropping a runtime joins its timer thread and drops its pending timers unrun. A task of
+//! that runtime waiting on one of them is cancelled (its [`Task`](crate::Task) reads
+//! [`Failure::Cancelled`]); an [`ito::sleep`](sleep) future registered there fails with
+//! [`Failure::Cancelled`]; a [`Sleep`] moved out of the runtime and polled elsewhere registers
+//! again where it is polled.
+//!
+//! ```
+//! use std::time::Duration;
+//! let rt = ito::Runtime::builder().workers(1).build().unwrap();
+//! let nap = rt.install(|| ito::sleep(Duration::from_secs(3600))); // on rt's timer thread
+//! drop(rt); // joins rt's timer thread; its timers are dropped
+//! assert_eq!(nap.wait(), Err(ito::Failure::Cancelled));
+//! ```
 
 mod driver;
 mod interval;
@@ -149,6 +171,9 @@ impl<F> fmt::Debug for Timeout<F> {
 
 impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// This future's result, or [`Failure::Timeout`] if it takes longer than `duration`.
+    ///
+    /// The timer goes to the runtime here ([module docs](self)); if that runtime is dropped
+    /// first, the timer goes with it and the result is this future's, whenever it comes.
     ///
     /// ```
     /// use std::time::Duration;

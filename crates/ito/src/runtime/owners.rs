@@ -33,6 +33,9 @@ use super::metrics::{SlotMetrics, bump};
 use super::worker;
 use crate::loom::{AtomicU64, Ordering, fence};
 
+/// A slot counter (`metrics.rs`: std's atomic, which only its own thread writes).
+type SlotCounter = std::sync::atomic::AtomicU64;
+
 /// The count's start: the `Runtime`'s reference and the unfolded slot counters. Half of the
 /// `u64` range, so that no run of births or deaths outside the workers reaches zero before
 /// the fold.
@@ -120,7 +123,7 @@ impl Shared {
     /// One owner more: on one of the runtime's threads, a plain increment of that thread's
     /// `counter`; elsewhere, of [`BlockRefs`].
     #[inline]
-    fn owner_made(&'static self, counter: fn(&SlotMetrics) -> &AtomicU64) {
+    fn owner_made(&'static self, counter: fn(&SlotMetrics) -> &SlotCounter) {
         match worker::current_for(self) {
             Some(ctx) => bump(counter(&ctx.slot().metrics)),
             None => self.refs.acquire(),
@@ -129,7 +132,7 @@ impl Shared {
 
     /// One owner fewer, counted as [`Shared::owner_made`]; the last one frees the block.
     #[inline]
-    fn owner_gone(&'static self, counter: fn(&SlotMetrics) -> &AtomicU64) {
+    fn owner_gone(&'static self, counter: fn(&SlotMetrics) -> &SlotCounter) {
         match worker::current_for(self) {
             Some(ctx) => bump(counter(&ctx.slot().metrics)),
             None => self.release(),

@@ -150,3 +150,29 @@ fn a_sleep_moved_off_a_dropped_runtime_registers_again_where_it_is_polled() {
     assert_eq!(b.block_on(ito::timeout(LONG, sleep)), Ok(()));
     assert!(Instant::now() >= deadline);
 }
+
+#[test]
+fn a_timer_registered_after_its_runtime_was_dropped_fires_on_the_process_driver() {
+    let _one = counting();
+    ito::sleep(Duration::from_millis(1)).wait().unwrap();
+    let base = threads_named("ito-timer");
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let (go, dropped) = std::sync::mpsc::channel::<()>();
+    let (running, started) = std::sync::mpsc::channel::<()>();
+    // A blocking-pool thread outlives the drop (it is not joined) and still counts as the
+    // runtime's: its timer finds the runtime's driver stopped.
+    let job = rt.spawn_blocking(move || {
+        running.send(()).unwrap();
+        dropped.recv().unwrap();
+        ito::sleep(Duration::from_millis(5)).wait()
+    });
+    started.recv().unwrap();
+    drop(rt);
+    go.send(()).unwrap();
+    assert_eq!(job.wait(), Ok(Ok(())));
+    assert_eq!(
+        threads_named("ito-timer"),
+        base,
+        "no timer thread for a dropped runtime"
+    );
+}

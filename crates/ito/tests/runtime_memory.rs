@@ -6,12 +6,20 @@ use std::future::Future as StdFuture;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use ito::process::{self, Mailbox};
 use ito::{Failure, Runtime};
+use support::{thread_names, threads_named};
 
-/// The tests that measure this process's memory run one at a time.
+mod support;
+
+/// The tests of this file count this process's memory and threads: they run one at a time.
 static MEASURING: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Runtimes created before the first measurement: the allocator's arenas, the task slab's
 /// chunks and the thread-stack cache reach their steady size.
@@ -47,10 +55,12 @@ fn churn(n: usize, each: &mut impl FnMut(&Runtime)) {
 }
 
 /// Creates and drops 10,000 runtimes; asserts the resident set grew less than
-/// [`MAX_GROWTH_KIB`] after the warm-up.
+/// [`MAX_GROWTH_KIB`] after the warm-up, and that no thread was left behind. The caller
+/// holds [`one_at_a_time`].
 fn assert_flat(mut each: impl FnMut(&Runtime)) {
-    let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     churn(WARM_UP, &mut each);
+    let threads = thread_names().len();
+    let timer_threads = threads_named("ito-timer");
     let before = rss_kib();
     churn(RUNTIMES - WARM_UP, &mut each);
     let after = rss_kib();
@@ -60,10 +70,27 @@ fn assert_flat(mut each: impl FnMut(&Runtime)) {
         "RSS grew {growth} KiB over {} runtimes ({before} KiB -> {after} KiB)",
         RUNTIMES - WARM_UP
     );
+    assert_eq!(
+        threads_named("ito-timer"),
+        timer_threads,
+        "timer threads were joined"
+    );
+    // Blocking-pool threads exit on their own after the drop, unjoined: wait for them.
+    // Fewer is fine: the global runtime's idle threads may retire meanwhile.
+    let give_up = std::time::Instant::now() + support::LONG;
+    while thread_names().len() > threads {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "{threads} threads before, now {:?}",
+            thread_names()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]
 fn dropped_runtimes_give_their_memory_back() {
+    let _one = one_at_a_time();
     let mut ran = 0usize;
     assert_flat(|rt| {
         assert_eq!(rt.spawn_fn(|| 1).wait(), Ok(1));
@@ -120,7 +147,26 @@ fn parked_task(rt: &Runtime) -> (ito::Task<u8>, Waker) {
 }
 
 #[test]
+fn runtimes_that_used_timers_give_their_memory_and_timer_threads_back() {
+    let _one = one_at_a_time();
+    let mut slept = 0usize;
+    assert_flat(|rt| {
+        let nap = rt.spawn(async {
+            ito::time::Sleep::new(Duration::from_micros(100)).await;
+            1u8
+        });
+        assert_eq!(nap.wait(), Ok(1));
+        slept += 1;
+        // Registered on the runtime's wheel (by one of its workers) and left pending: the
+        // drop drops it.
+        drop(rt.install(|| ito::sleep(Duration::from_secs(3600))));
+    });
+    assert_eq!(slept, RUNTIMES, "every runtime slept");
+}
+
+#[test]
 fn a_waker_woken_after_its_runtime_is_dropped_cancels_the_task() {
+    let _one = one_at_a_time();
     let rt = Runtime::builder().workers(1).build().unwrap();
     let (task, waker) = parked_task(&rt);
     let twin = waker.clone();
@@ -138,6 +184,7 @@ fn a_waker_woken_after_its_runtime_is_dropped_cancels_the_task() {
 
 #[test]
 fn runtimes_outlived_by_their_tasks_are_freed_with_the_last_waker() {
+    let _one = one_at_a_time();
     let mut woken = 0usize;
     let mut left: Option<(ito::Task<u8>, Waker)> = None;
     assert_flat(|rt| {
@@ -154,6 +201,7 @@ fn runtimes_outlived_by_their_tasks_are_freed_with_the_last_waker() {
 
 #[test]
 fn names_of_a_dropped_runtime_are_not_found_from_a_new_one() {
+    let _one = one_at_a_time();
     let one = Runtime::builder().workers(1).build().unwrap();
     let (started_tx, started) = std::sync::mpsc::channel();
     let p = one.block_on(async move {

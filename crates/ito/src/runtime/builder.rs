@@ -39,6 +39,9 @@ pub struct Builder {
     keep_alive: Duration,
     idle_spin: Duration,
     trace: Option<PathBuf>,
+    /// Whether the runtime's timers go to the process's driver (the global runtime's) rather
+    /// than one of its own.
+    process_timers: bool,
 }
 
 impl Builder {
@@ -177,6 +180,13 @@ impl Builder {
         self
     }
 
+    /// The global runtime: its timers go to the process's driver, which code outside every
+    /// runtime uses too.
+    pub(super) fn process_timers(mut self) -> Self {
+        self.process_timers = true;
+        self
+    }
+
     /// Starts the worker threads.
     ///
     /// ```
@@ -207,6 +217,7 @@ impl Builder {
             trace: self.trace.map(crate::trace::Recorder::new),
             task_stacks: Some(task_stacks),
             refs: super::owners::BlockRefs::new(),
+            timers: (!self.process_timers).then(crate::time::Driver::new),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }));
         // The block is freed by its last owner (`owners.rs`), starting with this `Runtime`.
@@ -234,6 +245,7 @@ impl Default for Builder {
             keep_alive: Duration::from_secs(10),
             idle_spin: DEFAULT_IDLE_SPIN,
             trace: None,
+            process_timers: false,
         }
     }
 }

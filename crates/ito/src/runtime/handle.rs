@@ -21,6 +21,8 @@ use crate::future::Task;
 ///
 /// Dropping a runtime stops its threads after the tasks they are running return; tasks still
 /// queued are cancelled (their futures fail with [`Failure::Cancelled`](crate::Failure)).
+/// Then it joins its timer thread and drops its pending timers: a task waiting on one is
+/// cancelled ([`ito::time`](crate::time) says what else sees it).
 /// Its memory is freed once nothing refers to it any more: at once if no task of it is left,
 /// else when the last of its tasks is freed (its last handle or waker dropped). A waker of
 /// one of its tasks that is woken after the drop cancels the task instead of queuing it;
@@ -259,7 +261,9 @@ static GLOBAL: OnceLock<Runtime> = OnceLock::new();
 pub(crate) fn global() -> &'static Shared {
     GLOBAL
         .get_or_init(|| {
-            let mut builder = Builder::default().thread_name("ito-global");
+            let mut builder = Builder::default()
+                .thread_name("ito-global")
+                .process_timers();
             let trace = std::env::var_os("ITO_TRACE").filter(|p| !p.is_empty());
             if let Some(path) = trace {
                 builder = builder.trace(path);

@@ -85,6 +85,12 @@ pub(super) struct SlotMetrics {
     pub(super) tasks_created: AtomicU64,
     /// Tasks of this runtime freed on this thread (`owners.rs`; not a metric).
     pub(super) tasks_freed: AtomicU64,
+    /// Timer handles on this runtime's driver made on this thread (`owners.rs`; not a
+    /// metric).
+    pub(super) timers_held: AtomicU64,
+    /// Timer handles on this runtime's driver dropped on this thread (`owners.rs`; not a
+    /// metric).
+    pub(super) timers_released: AtomicU64,
 }
 
 /// Adds one to a counter that only the calling thread writes.

@@ -20,10 +20,11 @@
 //! | `shutdown.rs` | stopping threads and cancelling what is queued | `shutdown` |
 //! | `metrics.rs` | [`Metrics`] and the counters behind them | `counters` |
 //! | `owners.rs` | who owns [`Shared`], and freeing it when the last owner lets go | `refs` |
+//! | `../time/driver.rs` | the runtime's timer wheel and thread | `timers` |
 //!
 //! [`Shared`] is the part every thread and every task reaches. It is allocated once per
 //! runtime and freed when its last owner lets go (`owners.rs`): the `Runtime`, after it
-//! joined the threads, its blocking-pool threads, and its tasks. Its users hold it as
+//! joined the threads, its blocking-pool threads, its tasks, and its registered timers' handles. Its users hold it as
 //! `&'static Shared`: a plain pointer, valid for as long as the holder is, or is held by, an
 //! owner. So spawning, waking, stealing and parking cost no reference-count traffic.
 
@@ -86,6 +87,9 @@ pub(crate) struct Shared {
     pub(crate) task_stacks: Option<crate::coro::StackPool>,
     /// The block's owners outside its threads (`owners.rs`).
     refs: owners::BlockRefs,
+    /// This runtime's timer driver (`time/driver.rs`); `None` for the global runtime, which
+    /// uses the process's.
+    timers: Option<crate::time::Driver>,
     /// This runtime's number, unique in the process (a freed block's address may be reused):
     /// what the process registry files names under.
     pub(crate) id: u64,
@@ -100,6 +104,12 @@ impl Shared {
     /// Whether any queue (the injector, any deque, any shelf) has work.
     fn has_queued_work(&self) -> bool {
         !self.injector.is_empty() || self.threads.slots().any(worker::Slot::has_work)
+    }
+
+    /// This runtime's timer driver; `None`: it uses the process's (the global runtime).
+    #[inline]
+    pub(crate) fn timers(&'static self) -> Option<&'static crate::time::Driver> {
+        self.timers.as_ref()
     }
 
     /// Whether any shelf holds an exposed join job.

@@ -1,8 +1,9 @@
 //! Who owns a runtime's [`Shared`] block, and freeing it when the last owner lets go.
 //!
 //! The owners are the [`Runtime`](crate::Runtime) value, the runtime's blocking-pool threads,
-//! and every task allocated for it (alive from its allocation until its last reference, a
-//! queue entry, a waker or a handle, is gone). Worker and compensation threads are not
+//! every task allocated for it (alive from its allocation until its last reference, a
+//! queue entry, a waker or a handle, is gone), and every handle of a timer registered on its
+//! driver (`time/driver.rs`), which reaches the driver through a plain pointer. Worker and compensation threads are not
 //! counted: the `Runtime` joins them before it lets go. The global runtime is never let go.
 //!
 //! A task reaches the block through the plain pointer in its header, so spawning, waking,
@@ -28,9 +29,12 @@
 //! were joined, blocking threads were owners).
 
 use super::Shared;
-use super::metrics::bump;
+use super::metrics::{SlotMetrics, bump};
 use super::worker;
 use crate::loom::{AtomicU64, Ordering, fence};
+
+/// A slot counter (`metrics.rs`: std's atomic, which only its own thread writes).
+type SlotCounter = std::sync::atomic::AtomicU64;
 
 /// The count's start: the `Runtime`'s reference and the unfolded slot counters. Half of the
 /// `u64` range, so that no run of births or deaths outside the workers reaches zero before
@@ -92,18 +96,45 @@ impl Shared {
     /// (`push_new`).
     #[inline]
     pub(crate) fn task_created(&'static self) {
-        match worker::current_for(self) {
-            Some(ctx) => bump(&ctx.slot().metrics.tasks_created),
-            None => self.refs.acquire(),
-        }
+        self.owner_made(|m| &m.tasks_created);
     }
 
     /// A task of this runtime was freed. The block may be freed here: the caller must not
     /// touch it afterwards.
     #[inline]
     pub(crate) fn task_freed(&'static self) {
+        self.owner_gone(|m| &m.tasks_freed);
+    }
+
+    /// A timer was registered on this runtime's driver (`time/driver.rs`): its handle owns
+    /// the block until it is dropped. The caller is an owner, or holds the `Runtime`.
+    #[inline]
+    pub(crate) fn timer_held(&'static self) {
+        self.owner_made(|m| &m.timers_held);
+    }
+
+    /// A handle of a timer on this runtime's driver was dropped. The block may be freed
+    /// here: the caller must not touch it afterwards.
+    #[inline]
+    pub(crate) fn timer_released(&'static self) {
+        self.owner_gone(|m| &m.timers_released);
+    }
+
+    /// One owner more: on one of the runtime's threads, a plain increment of that thread's
+    /// `counter`; elsewhere, of [`BlockRefs`].
+    #[inline]
+    fn owner_made(&'static self, counter: fn(&SlotMetrics) -> &SlotCounter) {
         match worker::current_for(self) {
-            Some(ctx) => bump(&ctx.slot().metrics.tasks_freed),
+            Some(ctx) => bump(counter(&ctx.slot().metrics)),
+            None => self.refs.acquire(),
+        }
+    }
+
+    /// One owner fewer, counted as [`Shared::owner_made`]; the last one frees the block.
+    #[inline]
+    fn owner_gone(&'static self, counter: fn(&SlotMetrics) -> &SlotCounter) {
+        match worker::current_for(self) {
+            Some(ctx) => bump(counter(&ctx.slot().metrics)),
             None => self.release(),
         }
     }
@@ -123,10 +154,12 @@ impl Shared {
     }
 
     /// The `Runtime` lets go after a shutdown that joined every thread of the runtime but
-    /// the caller's. Called once. If the caller is itself one of the runtime's threads, it
-    /// still uses the block: the block is kept (never freed).
+    /// the caller's. Called once. If the caller is itself one of the runtime's threads (its
+    /// timer thread too), it still uses the block: the block is kept (never freed).
     pub(super) fn release_runtime(&'static self) {
-        if worker::current_for(self).is_some() {
+        if worker::current_for(self).is_some()
+            || self.timers.as_ref().is_some_and(|t| t.runs_here())
+        {
             return;
         }
         let mut net = 0u64;
@@ -135,7 +168,9 @@ impl Shared {
             net = net
                 .wrapping_add(m.spawned.load(Ordering::Relaxed))
                 .wrapping_add(m.tasks_created.load(Ordering::Relaxed))
-                .wrapping_sub(m.tasks_freed.load(Ordering::Relaxed));
+                .wrapping_sub(m.tasks_freed.load(Ordering::Relaxed))
+                .wrapping_add(m.timers_held.load(Ordering::Relaxed))
+                .wrapping_sub(m.timers_released.load(Ordering::Relaxed));
         }
         if self.refs.fold(net) {
             // SAFETY: as in `release`: the last owner let go.

@@ -71,6 +71,12 @@ impl Shared {
         }
         self.threads.join_all_but(me);
         self.cancel_queued();
+        // No worker waits on a timer any more: pending timers are dropped (their tasks,
+        // woken, are cancelled), and the timer thread is joined.
+        if let Some(timers) = &self.timers {
+            timers.stop();
+        }
+        self.cancel_queued();
         true
     }
 

@@ -16,11 +16,33 @@
 //! });
 //! ```
 //!
-//! One timer thread per process drives a hierarchical timing wheel (`wheel.rs`). It sleeps
-//! exactly until the earliest deadline (not rounded up to a tick), fires what is due, and runs
-//! each entry's callback, which completes a promise or wakes a waker. Callbacks registered by
-//! users on those promises are handed to a task (on the global runtime), so the timer thread
-//! never runs user code.
+//! Each runtime owns a timer thread (`ito-timer`, started by the runtime's first timer) that
+//! drives a hierarchical timing wheel (`wheel.rs`). It sleeps exactly until the earliest
+//! deadline (not rounded up to a tick), fires what is due, and runs each entry's callback,
+//! which completes a promise or wakes a waker. Callbacks registered by users on those
+//! promises are handed to a task (on the global runtime), so the timer thread never runs
+//! user code.
+//!
+//! A timer goes to the runtime it is registered from, as a process name does: the runtime of
+//! the task (or blocking job) that registers it, or the one entered by
+//! [`Runtime::block_on`](crate::Runtime::block_on). Code outside every runtime (a plain
+//! thread calling `ito::sleep(d).wait()`) and the global runtime's tasks use the global
+//! runtime's timer thread. [`Sleep`], [`Timeout`] and [`Interval`] register on their first
+//! pending poll.
+//!
+//! Dropping a runtime joins its timer thread and drops its pending timers unrun. A task of
+//! that runtime waiting on one of them is cancelled (its [`Task`](crate::Task) reads
+//! [`Failure::Cancelled`]); an [`ito::sleep`](sleep) future registered there fails with
+//! [`Failure::Cancelled`]; a [`Sleep`] moved out of the runtime and polled elsewhere registers
+//! again where it is polled.
+//!
+//! ```
+//! use std::time::Duration;
+//! let rt = ito::Runtime::builder().workers(1).build().unwrap();
+//! let nap = rt.install(|| ito::sleep(Duration::from_secs(3600))); // on rt's timer thread
+//! drop(rt); // joins rt's timer thread; its timers are dropped
+//! assert_eq!(nap.wait(), Err(ito::Failure::Cancelled));
+//! ```
 
 mod driver;
 mod interval;
@@ -33,7 +55,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-pub(crate) use driver::call_at;
+use driver::call_at_detached;
+pub(crate) use driver::{Driver, call_at};
 pub use interval::{Interval, MissedTickBehavior, Tick, interval, interval_at};
 pub use sleep::Sleep;
 use sleep::Timer;
@@ -70,11 +93,26 @@ pub fn sleep_until(deadline: Instant) -> Future<()> {
         let _ = p.success(());
         return f;
     }
-    call_at(deadline, move || {
-        let _ = p.success(());
-    })
-    .detach();
+    let entry = CancelOnDrop(Some(p));
+    call_at_detached(deadline, move || {
+        let mut entry = entry;
+        if let Some(p) = entry.0.take() {
+            let _ = p.success(());
+        }
+    });
     f
+}
+
+/// A wheel entry's promise: completed by the entry, or failed with [`Failure::Cancelled`]
+/// if the entry is dropped unfired (its runtime shut down).
+struct CancelOnDrop(Option<Promise<()>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = p.try_failure(Failure::Cancelled);
+        }
+    }
 }
 
 /// Runs `fut` with a time limit: its output, or [`Failure::Timeout`] if `duration` passes
@@ -133,6 +171,9 @@ impl<F> fmt::Debug for Timeout<F> {
 
 impl<T: Clone + Send + Sync + 'static> Future<T> {
     /// This future's result, or [`Failure::Timeout`] if it takes longer than `duration`.
+    ///
+    /// The timer goes to the runtime here ([module docs](self)); if that runtime is dropped
+    /// first, the timer goes with it and the result is this future's, whenever it comes.
     ///
     /// ```
     /// use std::time::Duration;

@@ -2,11 +2,17 @@
 //! dropped; and `Timer`, the waiting part it shares with [`Timeout`](super::Timeout) and
 //! [`Interval`](super::Interval).
 //!
-//! A `Timer` registers with the timer wheel on its first pending poll (a timer that is
-//! never polled, or polled only after its deadline, costs no entry). The entry's callback
-//! marks a shared slot fired and wakes the waker stored there. Dropping the timer, or
-//! resetting it to another deadline, cancels the entry: its callback is removed from the
-//! wheel and dropped, so a dropped long sleep leaves nothing behind.
+//! A `Timer` registers with the timer wheel of the runtime it is first polled on, on its
+//! first pending poll (a timer that is never polled, or polled only after its deadline,
+//! costs no entry). The entry's callback marks a shared slot fired and wakes the waker stored
+//! there. Dropping the timer, or resetting it to another deadline, cancels the entry: its
+//! callback is removed from the wheel and dropped, so a dropped long sleep leaves nothing
+//! behind.
+//!
+//! The entry is dropped unfired when its runtime shuts down (`driver.rs`). It then marks the
+//! slot orphaned and wakes the waker: a task of that runtime, woken after the shutdown, is
+//! cancelled; any other poller (the timer moved to another runtime) registers the timer again
+//! with its own runtime's wheel.
 
 use std::fmt;
 use std::future::Future as StdFuture;
@@ -24,10 +30,56 @@ pub(crate) struct Timer {
 }
 
 /// Shared by a timer and its wheel entry's callback.
-#[derive(Default)]
 struct Slot {
-    fired: bool,
+    state: SlotState,
     waker: Option<Waker>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    /// The entry is in a wheel.
+    Waiting,
+    /// The entry fired: the deadline has passed.
+    Fired,
+    /// The entry was dropped unfired (its runtime shut down): the timer must register again.
+    Orphaned,
+}
+
+/// The wheel entry's side of the slot: [`fire`](Entry::fire) when the deadline passes, or
+/// orphan it when dropped unfired.
+struct Entry(Arc<Mutex<Slot>>);
+
+impl Entry {
+    fn fire(&self) {
+        let w = {
+            let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            s.state = SlotState::Fired;
+            s.waker.take()
+        };
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // A timer that cancels its entry lets go of the slot first: nobody is left to tell.
+        if Arc::strong_count(&self.0) == 1 {
+            return;
+        }
+        let w = {
+            let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if s.state != SlotState::Waiting {
+                return;
+            }
+            s.state = SlotState::Orphaned;
+            s.waker.take()
+        };
+        if let Some(w) = w {
+            w.wake();
+        }
+    }
 }
 
 impl Timer {
@@ -48,35 +100,28 @@ impl Timer {
             self.cancel();
             return Poll::Ready(());
         }
-        match &self.entry {
-            Some((_, slot)) => {
-                let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
-                if s.fired {
-                    return Poll::Ready(());
-                }
-                if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    s.waker = Some(cx.waker().clone());
-                }
-            }
-            None => {
-                let slot = Arc::new(Mutex::new(Slot {
-                    fired: false,
-                    waker: Some(cx.waker().clone()),
-                }));
-                let s2 = Arc::clone(&slot);
-                let handle = call_at(self.deadline, move || {
-                    let w = {
-                        let mut s = s2.lock().unwrap_or_else(|e| e.into_inner());
-                        s.fired = true;
-                        s.waker.take()
-                    };
-                    if let Some(w) = w {
-                        w.wake();
+        if let Some((_, slot)) = &self.entry {
+            let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
+            match s.state {
+                SlotState::Fired => return Poll::Ready(()),
+                SlotState::Waiting => {
+                    if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        s.waker = Some(cx.waker().clone());
                     }
-                });
-                self.entry = Some((handle, slot));
+                    return Poll::Pending;
+                }
+                SlotState::Orphaned => {}
             }
+            drop(s);
+            self.cancel();
         }
+        let slot = Arc::new(Mutex::new(Slot {
+            state: SlotState::Waiting,
+            waker: Some(cx.waker().clone()),
+        }));
+        let entry = Entry(Arc::clone(&slot));
+        let handle = call_at(self.deadline, move || entry.fire());
+        self.entry = Some((handle, slot));
         Poll::Pending
     }
 
@@ -87,7 +132,10 @@ impl Timer {
     }
 
     fn cancel(&mut self) {
-        if let Some((h, _)) = self.entry.take() {
+        if let Some((h, slot)) = self.entry.take() {
+            // The slot goes first, so that the entry, dropped by the cancel, has nobody to
+            // tell.
+            drop(slot);
             h.cancel();
         }
     }

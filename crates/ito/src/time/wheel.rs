@@ -149,16 +149,18 @@ fn slot_start(now: u64, level: usize, slot: usize) -> u64 {
 
 impl<T> Wheel<T> {
     /// Creates an empty wheel whose clock reads 0 ns.
-    pub(crate) fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Wheel {
             now: 0,
             nodes: Vec::new(),
             free_head: NIL,
             len: 0,
-            levels: std::array::from_fn(|_| Level {
-                occupied: 0,
-                heads: [NIL; SLOTS],
-            }),
+            levels: [const {
+                Level {
+                    occupied: 0,
+                    heads: [NIL; SLOTS],
+                }
+            }; LEVELS],
         }
     }
 

@@ -200,3 +200,19 @@ impl HighWater {
         self.now.load(Ordering::SeqCst)
     }
 }
+
+/// The names of this process's threads (`/proc/self/task/*/comm`), one per thread.
+#[cfg(target_os = "linux")]
+pub(crate) fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .expect("read /proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim_end().to_string())
+        .collect()
+}
+
+/// How many of this process's threads are named `name`.
+#[cfg(target_os = "linux")]
+pub(crate) fn threads_named(name: &str) -> usize {
+    thread_names().iter().filter(|n| *n == name).count()
+}

@@ -212,11 +212,11 @@ impl Builder {
                 self.thread_name,
             ),
             shutdown: AtomicBool::new(false),
-            counters: Counters::default(),
+            counters: crossbeam_utils::CachePadded::new(Counters::default()),
             blocking: BlockingPool::new(self.max_blocking),
             trace: self.trace.map(crate::trace::Recorder::new),
             task_stacks: Some(task_stacks),
-            refs: super::owners::BlockRefs::new(),
+            refs: crossbeam_utils::CachePadded::new(super::owners::BlockRefs::new()),
             timers: (!self.process_timers).then(crate::time::Driver::new),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }));

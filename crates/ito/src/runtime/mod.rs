@@ -75,8 +75,9 @@ pub(crate) struct Shared {
     threads: Threads,
     /// Set once, when shutdown begins.
     shutdown: AtomicBool,
-    /// Counters kept outside the slots.
-    counters: Counters,
+    /// Counters kept outside the slots. Written by threads outside the runtime on every
+    /// spawn: on a cache line of their own, away from the fields workers read per task.
+    counters: crossbeam_utils::CachePadded<Counters>,
     /// Threads for closures that block for long.
     pub(crate) blocking: BlockingPool,
     /// The trace recorder, if tracing is on. Every recording call sits behind one check of
@@ -85,8 +86,9 @@ pub(crate) struct Shared {
     /// The stacks workers run their loops, and so tasks, on (`loops.rs`); `None`: on their
     /// threads' own stacks.
     pub(crate) task_stacks: Option<crate::coro::StackPool>,
-    /// The block's owners outside its threads (`owners.rs`).
-    refs: owners::BlockRefs,
+    /// The block's owners outside its threads (`owners.rs`); on a cache line of its own, as
+    /// `counters`.
+    refs: crossbeam_utils::CachePadded<owners::BlockRefs>,
     /// This runtime's timer driver (`time/driver.rs`); `None` for the global runtime, which
     /// uses the process's.
     timers: Option<crate::time::Driver>,

@@ -206,6 +206,35 @@ fn in_child_that_poisons_freed_memory(name: &str) -> bool {
     false
 }
 
+/// A `block_on` on a worker hands out its loop's unblocker in its waker. A waker kept past
+/// the wait (as a future that stores the last waker it saw does) and woken after the runtime
+/// was dropped and freed finds the loop not suspended, and touches nothing of the runtime.
+#[test]
+fn a_worker_block_on_waker_woken_after_its_runtime_is_freed_touches_nothing() {
+    let _one = one_at_a_time();
+    if !in_child_that_poisons_freed_memory(
+        "a_worker_block_on_waker_woken_after_its_runtime_is_freed_touches_nothing",
+    ) {
+        return;
+    }
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let kept = Arc::new(Mutex::new(None::<Waker>));
+    let k = kept.clone();
+    rt.spawn_fn(move || {
+        ito::block_on(std::future::poll_fn(|cx| {
+            *k.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Ready(())
+        }))
+    })
+    .wait()
+    .unwrap();
+    // No task of `rt` is left: the drop frees its block.
+    drop(rt);
+    let waker = kept.lock().unwrap().take().expect("the waker was kept");
+    waker.wake_by_ref();
+    waker.wake();
+}
+
 /// An async scope is bound to the runtime that first polls it, and spawns its children there.
 /// Polled on elsewhere after that runtime was dropped, it still finds the runtime (its late
 /// child is cancelled, as a wake after the drop cancels a task), not freed memory.

@@ -103,26 +103,35 @@ impl LoopToken {
     /// Ends the loop's park: queues it at home and wakes its thread if it sleeps. A thread
     /// that is awake looks at its queue between two tasks, and before it sleeps
     /// (`WorkerCtx::has_queued_work`).
+    ///
+    /// The park is looked at first, and the runtime only if the loop is suspended: an
+    /// unblocker is no owner of the runtime's block (`owners.rs`), and one kept past its wait
+    /// (the waker of a `block_on` on this loop) may be used after the runtime was freed.
+    /// A suspended loop keeps its thread, and so the block, alive.
     pub(crate) fn unblock(&self) {
-        let slot = self
-            .shared
-            .threads
-            .slot(self.index)
-            .expect("a loop's slot exists");
-        unblock(
-            &self.park,
-            &slot.resumes,
-            &self.shared.sleep,
-            self.index,
-            self.id,
-        );
+        let home = || {
+            let slot = self
+                .shared
+                .threads
+                .slot(self.index)
+                .expect("a loop's slot exists");
+            (&*slot.resumes, &self.shared.sleep)
+        };
+        unblock(&self.park, home, self.index, self.id);
     }
 }
 
 /// [`LoopToken::unblock`] on its parts (the loom models run this): records the unblock, and
-/// if the loop is suspended, queues it on slot `index` and wakes that slot's thread.
-pub(crate) fn unblock(park: &LoopPark, resumes: &Resumes, sleep: &Sleep, index: usize, id: u32) {
+/// if the loop is suspended, queues it on slot `index` and wakes that slot's thread. `home`
+/// (the slot's resume queue and the runtime's sleep state) is reached only then.
+pub(crate) fn unblock<'a>(
+    park: &LoopPark,
+    home: impl FnOnce() -> (&'a Resumes, &'a Sleep),
+    index: usize,
+    id: u32,
+) {
     if park.unblock() {
+        let (resumes, sleep) = home();
         resumes.push(id);
         sleep.wake_slot(index);
     }

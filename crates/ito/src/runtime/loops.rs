@@ -33,7 +33,7 @@ use super::park::{LoopPark, Sleep};
 use super::worker::{self, Exit, WorkerCtx};
 use crate::coro::{self, Coro, Resumed, StackPool};
 use crate::loom::thread::Thread;
-use crate::loom::{AtomicBool, Mutex, Ordering};
+use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// Spare loops a thread keeps; more are ended as they become spare.
 const MAX_SPARE: usize = 8;
@@ -56,6 +56,12 @@ pub(crate) struct Resumes {
     /// unparks it through `parked`, so that it resumes the queued loop meanwhile.
     blocked: AtomicBool,
     parked: Mutex<Option<Thread>>,
+    /// Unblockers that found a loop of this slot suspended and have not yet made their last
+    /// access to the runtime ([`unblock`]). Once queued, the loop may resume, end its task,
+    /// and the runtime be dropped before such an unblocker is done with the slot and the
+    /// sleep state; the `Runtime` waits for none to be left before it lets go of the block
+    /// (`owners.rs`). An unblocker is no owner: it is counted here, on a line it writes anyway.
+    unblocking: AtomicUsize,
 }
 
 impl Resumes {
@@ -75,6 +81,17 @@ impl Resumes {
             if let Some(t) = &*self.parked.lock().unwrap_or_else(|e| e.into_inner()) {
                 t.unpark();
             }
+        }
+    }
+
+    /// Waits until no unblocker is between finding a loop of this slot suspended and its last
+    /// access to the runtime: the `Runtime` letting go, after the slot's thread was joined.
+    pub(crate) fn wait_unblockers(&self) {
+        while self.unblocking.load(Ordering::Acquire) != 0 {
+            // Rare and short: an unblocker descheduled in the middle of its queueing.
+            crate::loom::spin_loop();
+            #[cfg(not(loom))]
+            std::thread::yield_now();
         }
     }
 
@@ -107,7 +124,8 @@ impl LoopToken {
     /// The park is looked at first, and the runtime only if the loop is suspended: an
     /// unblocker is no owner of the runtime's block (`owners.rs`), and one kept past its wait
     /// (the waker of a `block_on` on this loop) may be used after the runtime was freed.
-    /// A suspended loop keeps its thread, and so the block, alive.
+    /// A suspended loop keeps its thread, and so the block, alive until it is queued;
+    /// `Resumes::unblocking` keeps the block for the rest of the unblock.
     pub(crate) fn unblock(&self) {
         let home = || {
             let slot = self
@@ -132,8 +150,13 @@ pub(crate) fn unblock<'a>(
 ) {
     if park.unblock() {
         let (resumes, sleep) = home();
+        // Counted before the loop can resume (`Resumes::unblocking`). Relaxed: the push's
+        // lock orders it before the loop's resumption, and so before the thread's join.
+        resumes.unblocking.fetch_add(1, Ordering::Relaxed);
         resumes.push(id);
         sleep.wake_slot(index);
+        // The last access: Release, for the `Runtime` that waits for it before the free.
+        resumes.unblocking.fetch_sub(1, Ordering::Release);
     }
 }
 

@@ -187,6 +187,8 @@ impl Shared {
         }
         let mut net = 0u64;
         for slot in self.threads.slots() {
+            // An unblocker of one of the slot's loops may still be at its last accesses.
+            slot.resumes.wait_unblockers();
             let m = &slot.metrics;
             net = net
                 .wrapping_add(m.spawned.load(Ordering::Relaxed))

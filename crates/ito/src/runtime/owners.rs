@@ -185,6 +185,9 @@ impl Shared {
         {
             return;
         }
+        // The slot counters are final, and visible here: joined threads by their join, the
+        // others (compensation threads that exited after idling) through this.
+        self.threads.sync_with_exited();
         let mut net = 0u64;
         for slot in self.threads.slots() {
             // An unblocker of one of the slot's loops may still be at its last accesses.

@@ -189,6 +189,88 @@ fn a_waker_woken_after_its_runtime_is_dropped_cancels_the_task() {
     twin.wake();
 }
 
+/// Runs test `name` again in a child process whose allocator fills freed memory with a
+/// pattern (glibc's `MALLOC_PERTURB_`), and asserts that the child passed: a use of a freed
+/// runtime block then reads the pattern and crashes or panics, instead of reading what the
+/// block held. Returns `true` in the child, which then runs the test's body.
+fn in_child_that_poisons_freed_memory(name: &str) -> bool {
+    const CHILD: &str = "ITO_TEST_POISONED_CHILD";
+    if std::env::var(CHILD).is_ok_and(|v| v == name) {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        .env("MALLOC_PERTURB_", "165")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name} failed in the child ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+/// A `block_on` on a worker hands out its loop's unblocker in its waker. A waker kept past
+/// the wait (as a future that stores the last waker it saw does) and woken after the runtime
+/// was dropped and freed finds the loop not suspended, and touches nothing of the runtime.
+#[test]
+fn a_worker_block_on_waker_woken_after_its_runtime_is_freed_touches_nothing() {
+    let _one = one_at_a_time();
+    if !in_child_that_poisons_freed_memory(
+        "a_worker_block_on_waker_woken_after_its_runtime_is_freed_touches_nothing",
+    ) {
+        return;
+    }
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let kept = Arc::new(Mutex::new(None::<Waker>));
+    let k = kept.clone();
+    rt.spawn_fn(move || {
+        ito::block_on(std::future::poll_fn(|cx| {
+            *k.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Ready(())
+        }))
+    })
+    .wait()
+    .unwrap();
+    // No task of `rt` is left: the drop frees its block.
+    drop(rt);
+    let waker = kept.lock().unwrap().take().expect("the waker was kept");
+    waker.wake_by_ref();
+    waker.wake();
+}
+
+/// An async scope is bound to the runtime that first polls it, and spawns its children there.
+/// Polled on elsewhere after that runtime was dropped, it still finds the runtime (its late
+/// child is cancelled, as a wake after the drop cancels a task), not freed memory.
+#[test]
+fn an_async_scope_that_outlives_its_runtime_cancels_its_late_children() {
+    let _one = one_at_a_time();
+    if !in_child_that_poisons_freed_memory(
+        "an_async_scope_that_outlives_its_runtime_cancels_its_late_children",
+    ) {
+        return;
+    }
+    let rt = Runtime::builder().workers(1).build().unwrap();
+    let gate = ito::Promise::<()>::new();
+    let opened = gate.future();
+    let mut scope = Box::pin(ito::scope(move |s| async move {
+        opened.await.unwrap();
+        s.spawn(async { 1u8 }).await
+    }));
+    // The first poll, inside `rt`, binds the scope to `rt`; no task of `rt` holds it.
+    let pending = rt.block_on(std::future::poll_fn(|cx| {
+        Poll::Ready(scope.as_mut().poll(cx).is_pending())
+    }));
+    assert!(pending, "the body waits for the gate");
+    drop(rt);
+    gate.success(()).unwrap();
+    let err = ito::block_on(scope).expect_err("the late child was cancelled");
+    assert_eq!(err.failures(), [Failure::Cancelled]);
+}
+
 #[test]
 fn runtimes_outlived_by_their_tasks_are_freed_with_the_last_waker() {
     let _one = one_at_a_time();

@@ -33,7 +33,7 @@ use super::park::{LoopPark, Sleep};
 use super::worker::{self, Exit, WorkerCtx};
 use crate::coro::{self, Coro, Resumed, StackPool};
 use crate::loom::thread::Thread;
-use crate::loom::{AtomicBool, Mutex, Ordering};
+use crate::loom::{AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// Spare loops a thread keeps; more are ended as they become spare.
 const MAX_SPARE: usize = 8;
@@ -56,6 +56,12 @@ pub(crate) struct Resumes {
     /// unparks it through `parked`, so that it resumes the queued loop meanwhile.
     blocked: AtomicBool,
     parked: Mutex<Option<Thread>>,
+    /// Unblockers that found a loop of this slot suspended and have not yet made their last
+    /// access to the runtime ([`unblock`]). Once queued, the loop may resume, end its task,
+    /// and the runtime be dropped before such an unblocker is done with the slot and the
+    /// sleep state; the `Runtime` waits for none to be left before it lets go of the block
+    /// (`owners.rs`). An unblocker is no owner: it is counted here, on a line it writes anyway.
+    unblocking: AtomicUsize,
 }
 
 impl Resumes {
@@ -75,6 +81,17 @@ impl Resumes {
             if let Some(t) = &*self.parked.lock().unwrap_or_else(|e| e.into_inner()) {
                 t.unpark();
             }
+        }
+    }
+
+    /// Waits until no unblocker is between finding a loop of this slot suspended and its last
+    /// access to the runtime: the `Runtime` letting go, after the slot's thread was joined.
+    pub(crate) fn wait_unblockers(&self) {
+        while self.unblocking.load(Ordering::Acquire) != 0 {
+            // Rare and short: an unblocker descheduled in the middle of its queueing.
+            crate::loom::spin_loop();
+            #[cfg(not(loom))]
+            std::thread::yield_now();
         }
     }
 
@@ -103,28 +120,43 @@ impl LoopToken {
     /// Ends the loop's park: queues it at home and wakes its thread if it sleeps. A thread
     /// that is awake looks at its queue between two tasks, and before it sleeps
     /// (`WorkerCtx::has_queued_work`).
+    ///
+    /// The park is looked at first, and the runtime only if the loop is suspended: an
+    /// unblocker is no owner of the runtime's block (`owners.rs`), and one kept past its wait
+    /// (the waker of a `block_on` on this loop) may be used after the runtime was freed.
+    /// A suspended loop keeps its thread, and so the block, alive until it is queued;
+    /// `Resumes::unblocking` keeps the block for the rest of the unblock.
     pub(crate) fn unblock(&self) {
-        let slot = self
-            .shared
-            .threads
-            .slot(self.index)
-            .expect("a loop's slot exists");
-        unblock(
-            &self.park,
-            &slot.resumes,
-            &self.shared.sleep,
-            self.index,
-            self.id,
-        );
+        let home = || {
+            let slot = self
+                .shared
+                .threads
+                .slot(self.index)
+                .expect("a loop's slot exists");
+            (&*slot.resumes, &self.shared.sleep)
+        };
+        unblock(&self.park, home, self.index, self.id);
     }
 }
 
 /// [`LoopToken::unblock`] on its parts (the loom models run this): records the unblock, and
-/// if the loop is suspended, queues it on slot `index` and wakes that slot's thread.
-pub(crate) fn unblock(park: &LoopPark, resumes: &Resumes, sleep: &Sleep, index: usize, id: u32) {
+/// if the loop is suspended, queues it on slot `index` and wakes that slot's thread. `home`
+/// (the slot's resume queue and the runtime's sleep state) is reached only then.
+pub(crate) fn unblock<'a>(
+    park: &LoopPark,
+    home: impl FnOnce() -> (&'a Resumes, &'a Sleep),
+    index: usize,
+    id: u32,
+) {
     if park.unblock() {
+        let (resumes, sleep) = home();
+        // Counted before the loop can resume (`Resumes::unblocking`). Relaxed: the push's
+        // lock orders it before the loop's resumption, and so before the thread's join.
+        resumes.unblocking.fetch_add(1, Ordering::Relaxed);
         resumes.push(id);
         sleep.wake_slot(index);
+        // The last access: Release, for the `Runtime` that waits for it before the free.
+        resumes.unblocking.fetch_sub(1, Ordering::Release);
     }
 }
 

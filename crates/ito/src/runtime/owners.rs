@@ -2,9 +2,12 @@
 //!
 //! The owners are the [`Runtime`](crate::Runtime) value, the runtime's blocking-pool threads,
 //! every task allocated for it (alive from its allocation until its last reference, a
-//! queue entry, a waker or a handle, is gone), and every handle of a timer registered on its
-//! driver (`time/driver.rs`), which reaches the driver through a plain pointer. Worker and compensation threads are not
-//! counted: the `Runtime` joins them before it lets go. The global runtime is never let go.
+//! queue entry, a waker or a handle, is gone), every handle of a timer registered on its
+//! driver (`time/driver.rs`), which reaches the driver through a plain pointer, and every
+//! [`BlockHold`]: what else keeps a plain pointer to the block and may outlive the `Runtime`
+//! (an async scope, which spawns its children there). Worker and compensation threads are
+//! not counted: the `Runtime` joins them before it lets go. The global runtime is never let
+//! go.
 //!
 //! A task reaches the block through the plain pointer in its header, so spawning, waking,
 //! stealing and parking touch no reference count. Only a task's birth and death are counted,
@@ -90,7 +93,27 @@ impl BlockRefs {
     }
 }
 
+/// An owner of a runtime's block that is neither a task nor a timer: something that reaches
+/// the runtime through a plain pointer and may outlive the `Runtime` (an async scope's state,
+/// `scope/mod.rs`, whose handles spawn children there). Counted in [`BlockRefs`] wherever it
+/// is taken or dropped: these are rare, and may be dropped on any thread.
+pub(crate) struct BlockHold(&'static Shared);
+
+impl Drop for BlockHold {
+    fn drop(&mut self) {
+        // The holder's last use of the block: it may be freed here.
+        self.0.release();
+    }
+}
+
 impl Shared {
+    /// Takes a [`BlockHold`] on this runtime. The caller is an owner, holds the `Runtime`, or
+    /// runs on one of the runtime's threads (which the `Runtime` joins before it lets go).
+    pub(crate) fn hold(&'static self) -> BlockHold {
+        self.refs.acquire();
+        BlockHold(self)
+    }
+
     /// A task was allocated for this runtime and not spawned (`task::new_future_idle`): it
     /// owns the block until it is freed. A spawned task is counted by its spawn
     /// (`push_new`).
@@ -162,8 +185,13 @@ impl Shared {
         {
             return;
         }
+        // The slot counters are final, and visible here: joined threads by their join, the
+        // others (compensation threads that exited after idling) through this.
+        self.threads.sync_with_exited();
         let mut net = 0u64;
         for slot in self.threads.slots() {
+            // An unblocker of one of the slot's loops may still be at its last accesses.
+            slot.resumes.wait_unblockers();
             let m = &slot.metrics;
             net = net
                 .wrapping_add(m.spawned.load(Ordering::Relaxed))

@@ -118,6 +118,14 @@ impl Threads {
             });
     }
 
+    /// Orders after the caller everything that compensation threads which exited after
+    /// idling wrote to their slots (their counters: `owners.rs` folds them). Such a thread
+    /// is not always joined: `start_thread` drops the handles of finished threads. Its last
+    /// write to its slot precedes its `free_slot`, which takes this lock.
+    pub(super) fn sync_with_exited(&self) {
+        drop(self.free_slots.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
     /// Whether every thread started has finished, but the caller's own (shutdown).
     pub(super) fn all_finished_but(&self, me: std::thread::ThreadId) -> bool {
         self.handles

@@ -56,6 +56,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::future::cell::CellHeader;
 use crate::runtime::Shared;
+use crate::runtime::owners::BlockHold;
 use crate::{Failure, Promise, Task};
 
 /// Why a scope failed: the first failure of a child, and all of them.
@@ -171,6 +172,7 @@ struct Children {
 }
 
 struct ScopeShared {
+    /// The runtime children are spawned on: the runtime here when the scope was made.
     runtime: &'static Shared,
     supervised: bool,
     token: CancellationToken,
@@ -178,12 +180,20 @@ struct ScopeShared {
     pending: AtomicUsize,
     done: Promise<()>,
     children: Mutex<Children>,
+    /// An async scope's hold on `runtime` (`runtime/owners.rs`): its future and its handles
+    /// may outlive the `Runtime` (a future first polled in `Runtime::block_on`, then polled
+    /// elsewhere) and still spawn there. A `scope_fn` needs none: its caller, which runs on
+    /// that runtime or holds it, does not return before the scope ends. Declared last, so
+    /// that it is let go after everything else here is dropped.
+    _hold: Option<BlockHold>,
 }
 
 impl ScopeShared {
-    fn new(supervised: bool) -> Arc<ScopeShared> {
+    /// A scope on the runtime here; `held`: the scope may outlive the caller (an async one).
+    fn new(supervised: bool, held: bool) -> Arc<ScopeShared> {
+        let runtime = crate::runtime::current();
         let shared = Arc::new(ScopeShared {
-            runtime: crate::runtime::current(),
+            runtime,
             supervised,
             token: CancellationToken::new(),
             pending: AtomicUsize::new(1),
@@ -194,6 +204,7 @@ impl ScopeShared {
                 failures: Vec::new(),
                 cancelling: false,
             }),
+            _hold: held.then(|| runtime.hold()),
         });
         // Cancelling the token (`s.token().cancel()`) is cancelling the scope. Weak: the
         // token (inside the scope) must not keep the scope alive.
@@ -499,7 +510,7 @@ where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
 {
     let scope = Scope {
-        shared: ScopeShared::new(supervised),
+        shared: ScopeShared::new(supervised, false),
         _scope: PhantomData,
         _env: PhantomData,
     };
@@ -585,7 +596,7 @@ where
     F: FnOnce(Scope<'static, 'static>) -> Fut,
     Fut: StdFuture,
 {
-    let shared = ScopeShared::new(supervised);
+    let shared = ScopeShared::new(supervised, true);
     let mut guard = CancelOnDrop(Some(shared.clone()));
     let scope = Scope {
         shared: shared.clone(),

@@ -401,7 +401,7 @@ fn loom_park_an_unblocked_loop_is_resumed_at_home_once() {
         let idler = Idler::new(0, false, sleep.new_parker(0));
         let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
         let unblocker = thread::spawn(move || {
-            unblock(&p, &r, &s, 0, 0);
+            unblock(&p, || (&*r, &*s), 0, 0);
         });
         if park.try_park() {
             // Suspended: the worker runs its loop until the loop is queued.
@@ -470,7 +470,7 @@ fn loom_park_a_stale_unblock_queues_a_loop_only_while_it_is_parked() {
                 let (s, r, p, e) = (sleep.clone(), resumes.clone(), park.clone(), e.clone());
                 thread::spawn(move || {
                     e.store(true, Ordering::SeqCst);
-                    unblock(&p, &r, &s, 0, 0);
+                    unblock(&p, || (&*r, &*s), 0, 0);
                 })
             })
             .collect();

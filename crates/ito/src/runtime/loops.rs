@@ -62,7 +62,22 @@ pub(crate) struct Resumes {
     /// sleep state; the `Runtime` waits for none to be left before it lets go of the block
     /// (`owners.rs`). An unblocker is no owner: it is counted here, on a line it writes anyway.
     unblocking: AtomicUsize,
+    /// Under loom, a stand-in for the runtime's block: an unblocker reads it at its last
+    /// access, and a model writes it where the `Runtime` frees the block, so that loom reports
+    /// a read that the free does not wait for.
+    #[cfg(loom)]
+    pub(crate) block: ModelBlock,
 }
+
+/// [`Resumes::block`]'s cell, shared between the model's threads.
+#[cfg(loom)]
+#[derive(Default)]
+pub(crate) struct ModelBlock(pub(crate) loom::cell::UnsafeCell<u8>);
+
+// SAFETY: only loom models build one, and loom checks every access to the cell, reporting
+// any two that race.
+#[cfg(loom)]
+unsafe impl Sync for ModelBlock {}
 
 impl Resumes {
     /// Whether a loop waits to be resumed (`SeqCst`: the sleep protocol's look at its queues).
@@ -155,6 +170,8 @@ pub(crate) fn unblock<'a>(
         resumes.unblocking.fetch_add(1, Ordering::Relaxed);
         resumes.push(id);
         sleep.wake_slot(index);
+        #[cfg(loom)]
+        resumes.block.0.with(|_| ());
         // The last access: Release, for the `Runtime` that waits for it before the free.
         resumes.unblocking.fetch_sub(1, Ordering::Release);
     }

@@ -418,6 +418,40 @@ fn loom_park_an_unblocked_loop_is_resumed_at_home_once() {
     });
 }
 
+/// The `Runtime` lets go of its block only after an unblocker's last access to it
+/// (`Resumes::wait_unblockers`, `runtime/owners.rs`): the loop the unblocker queued resumes,
+/// its task ends and the runtime is dropped while the unblocker may still be between its push
+/// and its wake-up. `Resumes::block` stands for the block: the unblocker reads it at its last
+/// access, the model writes it where the `Runtime` frees the block; loom reports the read as
+/// a data race unless the free waits for it.
+#[test]
+fn loom_park_the_runtime_frees_its_block_only_after_the_unblocker_is_done() {
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(1, 1, Duration::ZERO));
+        let queue = Queue::default();
+        let resumes = Arc::new(Resumes::default());
+        let park = Arc::new(LoopPark::new());
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
+        let unblocker = thread::spawn(move || {
+            unblock(&p, || (&*r, &*s), 0, 0);
+        });
+        if park.try_park() {
+            let home = Home {
+                queue: &queue,
+                resumes: &resumes,
+            };
+            assert_eq!(find_work(&sleep, &home, &idler), 1 << 8);
+            park.resumed();
+        }
+        // The loop's task ended and the runtime is dropped: it waits, then frees the block.
+        resumes.wait_unblockers();
+        // SAFETY: the model's own cell; loom checks that no access races this one.
+        resumes.block.0.with_mut(|b| unsafe { *b = 1 });
+        unblocker.join().unwrap();
+    });
+}
+
 /// Two unblocks of one park (a wake-up and a timeout, say): the loop is queued once.
 #[test]
 fn loom_park_two_unblocks_queue_a_loop_once() {

@@ -394,28 +394,34 @@ impl Seeker for Home<'_> {
 #[test]
 fn loom_park_an_unblocked_loop_is_resumed_at_home_once() {
     loom::model(|| {
-        let sleep = Arc::new(Sleep::new(1, 1, Duration::ZERO));
-        let queue = Queue::default();
-        let resumes = Arc::new(Resumes::default());
-        let park = Arc::new(LoopPark::new());
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
-        let unblocker = thread::spawn(move || {
-            unblock(&p, || (&*r, &*s), 0, 0);
-        });
-        if park.try_park() {
-            // Suspended: the worker runs its loop until the loop is queued.
-            let home = Home {
-                queue: &queue,
-                resumes: &resumes,
-            };
-            assert_eq!(find_work(&sleep, &home, &idler), 1 << 8);
-            park.resumed();
-        }
+        let (sleep, resumes, unblocker) = block_and_unblock();
         unblocker.join().unwrap();
         assert!(!resumes.is_pending(), "a loop queued twice");
         assert_settled(&sleep);
     });
+}
+
+/// Worker 0's loop blocks (`LoopPark::try_park`, then the worker looks for work until the
+/// loop is queued) while another thread unblocks it (`loops::unblock`). Returns when the
+/// worker has resumed the loop, or found the unblock before it suspended; the unblocker may
+/// still be running.
+fn block_and_unblock() -> (Arc<Sleep>, Arc<Resumes>, thread::JoinHandle<()>) {
+    let sleep = Arc::new(Sleep::new(1, 1, Duration::ZERO));
+    let queue = Queue::default();
+    let resumes = Arc::new(Resumes::default());
+    let park = Arc::new(LoopPark::new());
+    let idler = Idler::new(0, false, sleep.new_parker(0));
+    let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
+    let unblocker = thread::spawn(move || unblock(&p, || (&*r, &*s), 0, 0));
+    if park.try_park() {
+        let home = Home {
+            queue: &queue,
+            resumes: &resumes,
+        };
+        assert_eq!(find_work(&sleep, &home, &idler), 1 << 8);
+        park.resumed();
+    }
+    (sleep, resumes, unblocker)
 }
 
 /// The `Runtime` lets go of its block only after an unblocker's last access to it
@@ -427,23 +433,7 @@ fn loom_park_an_unblocked_loop_is_resumed_at_home_once() {
 #[test]
 fn loom_park_the_runtime_frees_its_block_only_after_the_unblocker_is_done() {
     loom::model(|| {
-        let sleep = Arc::new(Sleep::new(1, 1, Duration::ZERO));
-        let queue = Queue::default();
-        let resumes = Arc::new(Resumes::default());
-        let park = Arc::new(LoopPark::new());
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        let (s, r, p) = (sleep.clone(), resumes.clone(), park.clone());
-        let unblocker = thread::spawn(move || {
-            unblock(&p, || (&*r, &*s), 0, 0);
-        });
-        if park.try_park() {
-            let home = Home {
-                queue: &queue,
-                resumes: &resumes,
-            };
-            assert_eq!(find_work(&sleep, &home, &idler), 1 << 8);
-            park.resumed();
-        }
+        let (_sleep, resumes, unblocker) = block_and_unblock();
         // The loop's task ended and the runtime is dropped: it waits, then frees the block.
         resumes.wait_unblockers();
         // SAFETY: the model's own cell; loom checks that no access races this one.

@@ -51,6 +51,7 @@
 
 mod after_commit;
 mod cells;
+pub(crate) mod global;
 mod reclaim;
 pub(crate) mod sleepers;
 mod tmvar;
@@ -72,9 +73,9 @@ pub use tx::Tx;
 
 use crate::future::cell::{CellHeader, CellWaiter};
 use crate::loom::Ordering;
+use global::Global;
 use sleepers::{Sleeper, Wake};
 use tvar::VarHeader;
-use tx::Global;
 
 /// Why a transaction attempt stops early: it must [`retry`], or it conflicted with another
 /// commit and will run again. Propagate it with `?`; only ito makes these.

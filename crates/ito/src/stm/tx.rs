@@ -27,39 +27,12 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
 use super::after_commit::{Notify, retire};
+use super::global::Global;
 use super::reclaim::{self, Guard};
 use super::tvar::{LOCKED, VERSION_SHIFT, VarHeader, WAITERS, version};
 use super::{Kind, StmError, StmResult};
 use crate::future::cell::{CellHeader, CellWaiter, ListGuard, TxState};
-use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
-
-/// Process-wide STM state, on a cache line of its own (readers write the clock; no unrelated
-/// static should pay for that).
-#[repr(align(64))]
-pub(crate) struct Global {
-    /// The version clock: the version of the newest commit.
-    pub(crate) clock: AtomicU64,
-    /// A transaction runs in serial mode: other committers abort until it is done.
-    pub(crate) serial: AtomicBool,
-}
-
-impl Global {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Global {
-        Global {
-            clock: AtomicU64::new(0),
-            serial: AtomicBool::new(false),
-        }
-    }
-
-    #[cfg(all(loom, test))]
-    pub(crate) fn new() -> Global {
-        Global {
-            clock: AtomicU64::new(0),
-            serial: AtomicBool::new(false),
-        }
-    }
-}
+use crate::loom::{Ordering, fence};
 
 #[derive(Clone, Copy)]
 pub(crate) struct ReadEntry {

@@ -4,7 +4,7 @@
 use loom::sync::Arc;
 use loom::thread;
 
-use crate::stm::tx::Global;
+use crate::stm::global::Global;
 use crate::stm::{StmResult, TVar, atomically_in, retry};
 
 fn global() -> &'static Global {

@@ -12,14 +12,7 @@ if [[ ! "$n" =~ ^[1-9][0-9]*$ || ! "$ms" =~ ^[0-9]+$ || ! "$workers" =~ ^[1-9][0
   echo "usage: run.sh N SLEEP_MS [WORKERS]" >&2
   exit 2
 fi
-go="$(command -v go || true)"
-[[ -z "$go" && -x /usr/local/go/bin/go ]] && go=/usr/local/go/bin/go
-if [[ -z "$go" ]]; then
-  echo "skipped: go is not installed"
-  exit 0
-fi
-out="${TMPDIR:-/tmp}/ito-block-go"
-mkdir -p "$out"
-# One file, standard library only: no module, no network.
-(cd "$here" && GO111MODULE=off GOCACHE="$out/cache" "$go" build -o "$out/block" block.go)
-GOMAXPROCS="$workers" "$out/block" "$n" "$ms"
+# shellcheck source=../go_build.sh
+source "$here/../go_build.sh"
+go_build "$here" block.go block
+GOMAXPROCS="$workers" "$built" "$n" "$ms"

@@ -14,17 +14,10 @@ if [[ -z "$impl" || ! "$n" =~ ^[1-9][0-9]*$ || ! "$workers" =~ ^[1-9][0-9]*$ ]];
 fi
 case "$impl" in
   go)
-    go="$(command -v go || true)"
-    [[ -z "$go" && -x /usr/local/go/bin/go ]] && go=/usr/local/go/bin/go
-    if [[ -z "$go" ]]; then
-      echo "skipped: go is not installed"
-      exit 0
-    fi
-    out="${TMPDIR:-/tmp}/ito-chain-go"
-    mkdir -p "$out"
-    # One file, standard library only: no module, no network.
-    (cd "$here" && GO111MODULE=off GOCACHE="$out/cache" "$go" build -o "$out/chain" chain.go)
-    GOMAXPROCS="$workers" "$out/chain" "$n"
+    # shellcheck source=../go_build.sh
+    source "$here/../go_build.sh"
+    go_build "$here" chain.go chain
+    GOMAXPROCS="$workers" "$built" "$n"
     ;;
   elixir)
     if ! command -v elixir >/dev/null 2>&1; then

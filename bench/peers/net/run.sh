@@ -10,14 +10,7 @@ if [[ -z "$addr" || ! "$workers" =~ ^[1-9][0-9]*$ ]]; then
   echo "usage: run.sh ADDR [WORKERS]" >&2
   exit 2
 fi
-go="$(command -v go || true)"
-[[ -z "$go" && -x /usr/local/go/bin/go ]] && go=/usr/local/go/bin/go
-if [[ -z "$go" ]]; then
-  echo "skipped: go is not installed"
-  exit 0
-fi
-out="${TMPDIR:-/tmp}/ito-net-go"
-mkdir -p "$out"
-# One file, standard library only: no module, no network.
-(cd "$here" && GO111MODULE=off GOCACHE="$out/cache" "$go" build -o "$out/echo" echo.go)
-GOMAXPROCS="$workers" exec "$out/echo" "$addr"
+# shellcheck source=../go_build.sh
+source "$here/../go_build.sh"
+go_build "$here" echo.go net
+GOMAXPROCS="$workers" exec "$built" "$addr"

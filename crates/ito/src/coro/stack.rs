@@ -43,10 +43,13 @@ pub(crate) const CHUNK: usize = 16;
 /// Linux 6.14); older `libc` releases lack it.
 const PIDFD_SELF_THREAD: libc::c_int = -10_000;
 
-/// Installs a guard marker on the page at each of `lows` with one `process_madvise` call per
-/// 1,024 pages (one system call per chunk instead of one per stack); `false` if this kernel
-/// cannot, in which case no marker was installed and the caller installs them one by one.
+/// Installs a guard marker on the page at each of `lows` (a chunk's stacks) with one
+/// `process_madvise` call instead of one `madvise` per stack; `false` if that failed, in which
+/// case the caller installs them one by one (installing a marker twice is harmless). A
+/// failure turns the batched call off for this thread: the kernel lacks it.
 fn install_guards(lows: &[usize], page: usize) -> bool {
+    // One call takes at most `IOV_MAX` (1,024) ranges.
+    const _: () = assert!(CHUNK <= 1024);
     if !BATCHED_GUARDS.with(Cell::get) {
         return false;
     }
@@ -57,31 +60,24 @@ fn install_guards(lows: &[usize], page: usize) -> bool {
             iov_len: page,
         })
         .collect();
-    for (i, batch) in ranges.chunks(1024).enumerate() {
-        // SAFETY: every range is the guard page of a stack in a mapping this thread just made
-        // and nothing else uses; `process_madvise` reads the `iovec`s and changes only those
-        // pages' page-table entries.
-        let done = unsafe {
-            libc::syscall(
-                libc::SYS_process_madvise,
-                PIDFD_SELF_THREAD,
-                batch.as_ptr(),
-                batch.len(),
-                MADV_GUARD_INSTALL,
-                0,
-            )
-        };
-        let whole = usize::try_from(done).is_ok_and(|d| d == batch.len() * page);
-        if !whole {
-            // Only the first batch can meet a kernel without the call: a later failure would
-            // leave stacks unguarded, which the caller's one-by-one path repairs (installing a
-            // marker twice is harmless).
-            debug_assert_eq!(i, 0, "process_madvise failed after a first batch succeeded");
-            BATCHED_GUARDS.with(|b| b.set(false));
-            return false;
-        }
+    // SAFETY: every range is the guard page of a stack in a mapping this thread just made and
+    // nothing else uses; `process_madvise` reads the `iovec`s and changes only those pages'
+    // page-table entries.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            PIDFD_SELF_THREAD,
+            ranges.as_ptr(),
+            ranges.len(),
+            MADV_GUARD_INSTALL,
+            0,
+        )
+    };
+    let whole = usize::try_from(done).is_ok_and(|d| d == ranges.len() * page);
+    if !whole {
+        BATCHED_GUARDS.with(|b| b.set(false));
     }
-    true
+    whole
 }
 
 /// The system page size.

@@ -356,7 +356,7 @@ fn go_peer(template: BlockRecord, workers: usize, timeout: Duration) -> BlockRec
 fn in_process(template: BlockRecord, tasks: impl FnOnce() -> (u64, Option<String>)) -> BlockRecord {
     let baseline = measure::vm_rss_bytes().unwrap_or(0);
     let baseline_page_tables = measure::vm_pte_bytes();
-    let sampler = Sampler::start(None);
+    let sampler = Sampler::start_with_page_tables();
     let start = Instant::now();
     let (completed, error) = tasks();
     let seconds = start.elapsed().as_secs_f64();

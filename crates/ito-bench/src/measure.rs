@@ -249,9 +249,20 @@ pub(crate) fn vm_pte_bytes() -> Option<u64> {
 }
 
 impl Sampler {
-    /// Starts sampling. If `deadline` is given and the run is still going after its duration,
-    /// the callback is called (from the sampler thread) with the peak so far.
+    /// Starts sampling the thread count. If `deadline` is given and the run is still going
+    /// after its duration, the callback is called (from the sampler thread) with the peak so
+    /// far.
     pub(crate) fn start(deadline: Option<(Duration, OnTimeout)>) -> Self {
+        Self::sample(deadline, false)
+    }
+
+    /// Starts sampling the thread count and the page tables (one more read of
+    /// `/proc/self/status` per sample, so only where the page tables are reported).
+    pub(crate) fn start_with_page_tables() -> Self {
+        Self::sample(None, true)
+    }
+
+    fn sample(deadline: Option<(Duration, OnTimeout)>, page_tables: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let peak = Arc::new(AtomicUsize::new(thread_count()));
         let peak_page_tables = Arc::new(AtomicU64::new(vm_pte_bytes().unwrap_or(0)));
@@ -269,7 +280,9 @@ impl Sampler {
                     while !stop.load(Ordering::Acquire) {
                         // The sampler itself is one of the entries.
                         peak.fetch_max(thread_count().saturating_sub(1), Ordering::AcqRel);
-                        tables.fetch_max(vm_pte_bytes().unwrap_or(0), Ordering::AcqRel);
+                        if page_tables {
+                            tables.fetch_max(vm_pte_bytes().unwrap_or(0), Ordering::AcqRel);
+                        }
                         if deadline
                             .as_ref()
                             .is_some_and(|(d, _)| start.elapsed() >= *d)
@@ -295,7 +308,8 @@ impl Sampler {
         self.finish_peaks().threads
     }
 
-    /// Stops sampling and returns every peak.
+    /// Stops sampling and returns every peak; the page tables are read only at the start and
+    /// the end unless [`start_with_page_tables`](Self::start_with_page_tables) sampled them.
     pub(crate) fn finish_peaks(mut self) -> Peaks {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {

@@ -207,7 +207,7 @@ fn restart_types() {
     assert_eq!(names, ["perm", "trans"]);
     assert!(
         pid_of(&now, "trans").is_none(),
-        "a transient child restarted after a normal exit"
+        "a transient child restarted after a normal exit: {now:?}, trans was {trans:?}"
     );
     assert_eq!(now[1].restart, Restart::Transient);
     finish(sup, rx, &["perm"]);

@@ -160,6 +160,10 @@ type Trap<M> = Arc<dyn Fn(ExitSignal) -> M + Send + Sync>;
 
 pub(crate) struct ExtrasInner<M> {
     exited: Option<Exit>,
+    /// Set from `exited` until the ending thread has sent every link signal: a monitor added
+    /// meanwhile (`on_exit` included) waits in `monitors` for the ending thread, so that it
+    /// never learns of the end before the links do.
+    signalling_links: bool,
     kill_reason: Option<Exit>,
     trap: Option<Trap<M>>,
     links: Vec<AnyPid>,
@@ -176,6 +180,7 @@ impl<M> Extras<M> {
             has_recv_waker: AtomicBool::new(false),
             inner: Mutex::new(ExtrasInner {
                 exited,
+                signalling_links: false,
                 kill_reason: None,
                 trap: None,
                 links: Vec::new(),
@@ -339,7 +344,7 @@ impl<M: Send + 'static> Block<M> {
     ) -> Result<(), (Notify, Exit)> {
         let x = self.extras();
         let mut g = x.lock();
-        if let Some(r) = &g.exited {
+        if let Some(r) = g.exited.as_ref().filter(|_| !g.signalling_links) {
             return Err((notify, r.clone()));
         }
         g.monitors.push((mref, notify));
@@ -404,13 +409,13 @@ impl<M: Send + 'static> Block<M> {
         let Some(x) = self.extras_or_install_exited(&reason) else {
             return;
         };
-        let (links, monitors, watching, names, trap, waker) = {
+        let (links, watching, names, trap, waker) = {
             let mut g = x.lock();
             g.exited = Some(reason.clone());
+            g.signalling_links = true;
             g.kill_reason = None;
             (
                 std::mem::take(&mut g.links),
-                std::mem::take(&mut g.monitors),
                 std::mem::take(&mut g.watching),
                 std::mem::take(&mut g.names),
                 g.trap.take(),
@@ -429,6 +434,12 @@ impl<M: Send + 'static> Block<M> {
             l.ctl().remove_link(me);
             l.ctl().signal(me, &reason, false);
         }
+        // The monitors last, those added while the links were signalled included.
+        let monitors = {
+            let mut g = x.lock();
+            g.signalling_links = false;
+            std::mem::take(&mut g.monitors)
+        };
         for (_, notify) in monitors {
             contained(|| notify(me, &reason));
         }

@@ -80,6 +80,8 @@ pub(crate) use block::BlockRef;
 #[cfg(all(test, loom))]
 pub(crate) use exit::Notify;
 #[cfg(all(test, loom))]
+pub(crate) use exit::link;
+#[cfg(all(test, loom))]
 pub(crate) use mailbox::{MailboxCore, Node, NodeBox, Take};
 pub(crate) use run::{PollingNow, swap_polling};
 

@@ -2,7 +2,8 @@
 //! racing a receiver that finds the queue empty and waits, the waker registered late (after
 //! the first wait was armed), kills racing pushes for the waker slot, the process exiting
 //! while a claimant holds the slot, and a close racing a push; and the process block's
-//! reference count (`BlockRef`): the last of two racing releases frees it, once.
+//! reference count (`BlockRef`): the last of two racing releases frees it, once; and a monitor
+//! added while the process ends fires only after its link signals are sent.
 //!
 //! A waiting receiver parks its loom thread and its waker unparks it, so a lost wake-up is a
 //! loom deadlock.
@@ -326,5 +327,41 @@ fn loom_exit_races_a_monitor_and_the_last_handle() {
         drop(own);
         watcher.join().unwrap();
         assert_eq!(fired.load(StdOrdering::SeqCst), 1, "the monitor fired once");
+    });
+}
+
+/// A process ends while a watcher adds a monitor to it (`on_exit` is one): the monitor learns
+/// of the end only after the process's linked processes got their exit signals. A supervisor
+/// that asks for its children after `on_exit` returned relies on it: its link signal is then
+/// already in its mailbox, ahead of the request.
+#[test]
+fn loom_a_monitor_added_during_the_exit_fires_after_the_link_signals() {
+    use crate::process::{AnyPid, Exit, MonitorRef, Pid, ProcessId, link};
+    loom::model(|| {
+        let own = BlockRef::<u8>::new();
+        let linked = BlockRef::<u8>::new();
+        link(
+            &AnyPid::from(&Pid { block: own.clone() }),
+            &AnyPid::from(&Pid {
+                block: linked.clone(),
+            }),
+        );
+        let handle = own.clone();
+        let ending = thread::spawn(move || {
+            handle.exited(Exit::reason("ended"));
+        });
+        let watched = linked.clone();
+        let notify: crate::process::Notify = Box::new(move |_, _: &Exit| {
+            // Not trapping exits, the linked process is killed by the signal, which records it.
+            assert_eq!(
+                watched.kill_reason(),
+                Exit::reason("ended"),
+                "a monitor fired before a link signal"
+            );
+        });
+        if let Err((notify, reason)) = own.add_monitor(MonitorRef::new(ProcessId::new(1)), notify) {
+            notify(ProcessId::new(1), &reason);
+        }
+        ending.join().unwrap();
     });
 }

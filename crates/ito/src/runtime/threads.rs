@@ -371,16 +371,13 @@ impl WorkerCtx {
     /// `true` if it stayed unused for `Builder::thread_keep_alive` and should exit.
     pub(super) fn retire(&self) -> bool {
         let shared = self.shared;
-        if !shared.sleep.try_retire() {
+        // The LIFO task goes where others can take it, and where `Sleep::retire` looks.
+        self.flush_lifo();
+        if !shared.sleep.retire(self.idler(), self) {
             return false;
         }
         if let Some(r) = shared.trace {
             r.record(Kind::CompensationRetire);
-        }
-        self.stop_searching();
-        self.flush_lifo();
-        if self.has_local_work() {
-            shared.notify_work(true);
         }
         let threads = &shared.threads;
         self.slot().retired.store(true, Ordering::Release);

@@ -536,11 +536,6 @@ impl WorkerCtx {
         }
     }
 
-    /// Whether this thread's deque holds tasks.
-    pub(super) fn has_local_work(&self) -> bool {
-        !self.local.is_empty()
-    }
-
     /// This thread's slot index.
     pub(super) fn index(&self) -> usize {
         self.index

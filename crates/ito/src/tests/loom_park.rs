@@ -307,9 +307,9 @@ fn loom_park_a_searcher_that_finds_work_wakes_the_next() {
 }
 
 /// A compensation thread that is no longer needed sleeps; a push wakes it just as it decides
-/// to retire. It retires as `WorkerCtx::retire` begins (`try_retire`, then it stops
-/// searching), and the worker, asleep, must still get the work: the wake-up the compensation
-/// thread was counted for is handed on.
+/// to retire. It retires (`Sleep::retire`, as `WorkerCtx::retire` calls it), and the worker,
+/// asleep, must still get the work: the wake-up the compensation thread was counted for is
+/// handed on.
 #[test]
 fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
     loom::model(|| {
@@ -324,8 +324,71 @@ fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
                 sleep: &s1,
             };
             assert!(s1.sleep(&idler, &seeker).is_none(), "it never searched");
-            assert!(s1.try_retire(), "the only surplus thread retires");
-            s1.work_found(&idler);
+            assert!(
+                s1.retire(&idler, &seeker),
+                "the only surplus thread retires"
+            );
+        });
+        let pusher = spawn_pusher(&sleep, &queue, 1);
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        work_until(&sleep, &queue, &idler, 1);
+        comp.join().unwrap();
+        pusher.join().unwrap();
+        assert_eq!(sleep.active(), 1);
+        assert_settled(&sleep);
+    });
+}
+
+/// A compensation thread whose steals all miss: it can see work but never take it, as when
+/// its steal loses the race for the one task.
+struct Blind<'a>(Compensator<'a>);
+
+impl Seeker for Blind<'_> {
+    type Found = usize;
+    fn steal_anywhere(&self) -> Option<usize> {
+        None
+    }
+    fn has_queued_work(&self) -> bool {
+        self.0.has_queued_work()
+    }
+    fn is_shutdown(&self) -> bool {
+        false
+    }
+    fn should_retire(&self) -> bool {
+        self.0.should_retire()
+    }
+    fn keep_alive(&self) -> Duration {
+        self.0.keep_alive()
+    }
+    fn before_park(&self) {}
+    fn count_park(&self) {}
+}
+
+/// The last searcher is a compensation thread that is no longer needed. A push sees it
+/// searching and wakes nobody; it sees the work as it falls asleep and takes itself off the
+/// sleepers list, but then retires (the worker loop's top) instead of running it. The worker,
+/// asleep, must still get the work: retiring hands on the work the thread leaves behind.
+/// (Before this was so, a test saw both workers asleep beside a queued task about once in 300
+/// runs.)
+#[test]
+fn loom_park_a_compensator_that_retires_after_seeing_work_hands_it_on() {
+    loom::model(|| {
+        let (sleep, queue) = runtime(2, 1, Duration::ZERO);
+        sleep.add_active();
+        let (s1, q1) = (sleep.clone(), queue.clone());
+        let comp = thread::spawn(move || {
+            let idler = Idler::new(1, true, s1.new_parker(1));
+            let seeker = Blind(Compensator {
+                queue: &q1,
+                sleep: &s1,
+            });
+            s1.start_looking(&idler);
+            assert!(s1.sleep(&idler, &seeker).is_none(), "its steals miss");
+            assert!(seeker.should_retire());
+            assert!(
+                s1.retire(&idler, &seeker),
+                "the only surplus thread retires"
+            );
         });
         let pusher = spawn_pusher(&sleep, &queue, 1);
         let idler = Idler::new(0, false, sleep.new_parker(0));

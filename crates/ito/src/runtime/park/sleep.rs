@@ -256,6 +256,25 @@ impl Sleep {
         true
     }
 
+    /// A compensation thread that is no longer needed steps back (`WorkerCtx::retire`): it
+    /// leaves the active count if more threads act as workers than the target. Returns whether
+    /// it did. It hands on what it leaves behind: the wake-up it was counted as searching for,
+    /// as any searcher that stops does, and the work in the queues. It may have seen that work
+    /// and left it: [`Sleep::sleep`] returns, not searching, when it sees work as it falls
+    /// asleep, and a push made while it searched woke nobody.
+    pub(crate) fn retire<S: Seeker>(&self, me: &Idler, seeker: &S) -> bool {
+        if !self.try_retire() {
+            return false;
+        }
+        self.work_found(me);
+        // Like a push: the look's fence pairs with a sleeper's, so either we see it in the
+        // list, or it sees the work.
+        if self.work_visible(|| seeker.has_queued_work()) {
+            self.notify(false);
+        }
+        true
+    }
+
     /// The last searcher's final look before sleeping. Finding nothing must not wake anyone:
     /// a woken sleeper would do the same and wake us back, for ever.
     fn last_look<S: Seeker>(&self, me: &Idler, seeker: &S) -> Option<S::Found> {

@@ -49,7 +49,7 @@ pub(crate) fn run(args: &LoadArgs) -> ExitCode {
     if args.conns == 0 || args.bytes == 0 || args.seconds.is_nan() || args.seconds <= 0.0 {
         return crate::usage_error("--conns, --bytes and --seconds must be positive");
     }
-    match load(args) {
+    match load_echo(&args.addr, args.conns, args.bytes, args.seconds) {
         Ok(r) => {
             println!("{}", serde_json::to_string(&r).expect("serializes"));
             ExitCode::SUCCESS
@@ -70,18 +70,24 @@ fn quantile_us(v: &[u64], q: f64) -> f64 {
     v[i] as f64 / 1000.0
 }
 
-fn load(args: &LoadArgs) -> std::io::Result<LoadResult> {
+/// The client on the calling thread: `conns` connections to `addr`, each sending `bytes` bytes
+/// and waiting for them to come back, for `seconds`.
+pub(crate) fn load_echo(
+    addr: &str,
+    conns: usize,
+    bytes: usize,
+    seconds: f64,
+) -> std::io::Result<LoadResult> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()?;
-    let (conns, bytes) = (args.conns, args.bytes);
-    let run_for = Duration::from_secs_f64(args.seconds);
+    let run_for = Duration::from_secs_f64(seconds);
     rt.block_on(async move {
         let mut streams = Vec::with_capacity(conns);
         for _ in 0..conns {
-            let s = tokio::net::TcpStream::connect(args.addr.as_str()).await?;
+            let s = tokio::net::TcpStream::connect(addr).await?;
             s.set_nodelay(true)?;
             streams.push(s);
         }

@@ -15,9 +15,13 @@
 //!   (`echo.rs`). Go's server is `bench/peers/net/` (goroutine per connection), skipped
 //!   without Go.
 //!
+//! - `net busy --event-interval 7,31,61,127,255` serves one connection from a runtime whose one
+//!   worker never runs out of tasks, in-process, for ito and tokio at each interval (`busy.rs`).
+//!
 //! With `--cpu N` a server or client pins itself (and the threads it starts) to CPU N; `net
 //! echo` pins the server to CPU 0 and the client to CPU 1 when there are two CPUs.
 
+mod busy;
 mod echo;
 mod load;
 mod serve;
@@ -48,6 +52,9 @@ enum NetCmd {
     },
     /// Every server against the same client, one after the other.
     Echo(echo::EchoArgs),
+    /// Round trips to a server whose one worker never runs out of tasks, at several
+    /// `event_interval`s.
+    Busy(busy::BusyArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -93,6 +100,7 @@ pub(crate) fn command(args: &NetArgs) -> ExitCode {
             what: LoadWhat::Echo(a),
         } => load::run(a),
         NetCmd::Echo(a) => echo::run(a),
+        NetCmd::Busy(a) => busy::run(a),
     }
 }
 

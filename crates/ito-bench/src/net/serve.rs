@@ -84,7 +84,7 @@ fn serve_ito(args: &ServeArgs) -> std::io::Result<()> {
 }
 
 /// One connection, async.
-async fn echo_ito(conn: ito::net::TcpStream) {
+pub(crate) async fn echo_ito(conn: ito::net::TcpStream) {
     use futures::{AsyncReadExt, AsyncWriteExt};
     let mut buf = vec![0; BUFFER];
     let (mut r, mut w) = (&conn, &conn);
@@ -107,7 +107,6 @@ fn echo_std(mut conn: ito::net::TcpStream) {
 }
 
 fn serve_tokio(args: &ServeArgs) -> std::io::Result<()> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.workers)
         .enable_io()
@@ -116,16 +115,20 @@ fn serve_tokio(args: &ServeArgs) -> std::io::Result<()> {
         let l = tokio::net::TcpListener::bind(args.addr.as_str()).await?;
         announce(l.local_addr()?);
         loop {
-            let (mut conn, _) = l.accept().await?;
+            let (conn, _) = l.accept().await?;
             conn.set_nodelay(true)?;
-            tokio::spawn(async move {
-                let mut buf = vec![0; BUFFER];
-                while let Ok(n) = conn.read(&mut buf).await {
-                    if n == 0 || conn.write_all(&buf[..n]).await.is_err() {
-                        return;
-                    }
-                }
-            });
+            tokio::spawn(echo_tokio(conn));
         }
     })
+}
+
+/// One connection on tokio.
+pub(crate) async fn echo_tokio(mut conn: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0; BUFFER];
+    while let Ok(n) = conn.read(&mut buf).await {
+        if n == 0 || conn.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }

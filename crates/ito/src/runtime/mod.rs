@@ -92,6 +92,8 @@ pub(crate) struct Shared {
     /// This runtime's timer driver (`time/driver.rs`); `None` for the global runtime, which
     /// uses the process's.
     timers: Option<crate::time::Driver>,
+    /// Tasks a busy worker runs between two looks at the I/O driver (`Builder::event_interval`).
+    pub(crate) event_interval: u32,
     /// This runtime's number, unique in the process (a freed block's address may be reused):
     /// what the process registry files names under.
     pub(crate) id: u64,

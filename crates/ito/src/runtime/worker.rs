@@ -6,7 +6,8 @@
 //! The loop:
 //!
 //! 1. every [`INJECTOR_INTERVAL`] tasks, look at the injector first (fairness for tasks
-//!    spawned from outside);
+//!    spawned from outside), and every `Builder::event_interval` tasks at the I/O driver,
+//!    without blocking;
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
 //!    row (then the deque's newest task gets a turn), then its own deque (newest first),
 //!    then the injector;
@@ -89,6 +90,8 @@ pub(crate) struct WorkerCtx {
     lifo: Cell<Option<TaskRef>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
+    /// Tasks left to run before the next look at the I/O driver (`Builder::event_interval`).
+    io_countdown: Cell<u32>,
     pub(super) rng: Cell<u64>,
     compensator: bool,
     /// Counted out of the active threads by a wait in progress (`enter_blocking`).
@@ -246,6 +249,7 @@ pub(super) fn main(
         lifo: Cell::new(None),
         lifo_streak: Cell::new(0),
         tick: Cell::new(0),
+        io_countdown: Cell::new(shared.event_interval),
         rng: Cell::new(
             0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA24B_AED4_963E_E407),
         ),
@@ -372,11 +376,17 @@ impl WorkerCtx {
     fn next_local(&self) -> Option<TaskRef> {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        if tick % INJECTOR_INTERVAL == 0 {
-            // The I/O driver's turn too (`docs/io.md`): readiness is not left waiting behind
-            // a busy queue. Its woken tasks land in this worker's queues.
+        // The I/O driver's turn (`docs/io.md`): readiness is not left waiting behind a busy
+        // queue. Its woken tasks land in this worker's queues.
+        let io_left = self.io_countdown.get() - 1;
+        if io_left == 0 {
+            self.io_countdown.set(self.shared.event_interval);
             #[cfg(not(loom))]
             self.shared.sleep.poll_io_now();
+        } else {
+            self.io_countdown.set(io_left);
+        }
+        if tick % INJECTOR_INTERVAL == 0 {
             if let Some(t) = super::steal::steal_retrying(&self.shared.injector) {
                 return Some(t);
             }

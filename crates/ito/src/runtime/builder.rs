@@ -220,6 +220,7 @@ impl Builder {
             timers: (!self.process_timers).then(crate::time::Driver::new),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }));
+        crate::time::trace_timers(shared);
         // The block is freed by its last owner (`owners.rs`), starting with this `Runtime`.
         let rt = Runtime {
             shared,

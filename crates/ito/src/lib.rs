@@ -16,6 +16,7 @@
 //! **Spawn work.** [`spawn_fn`] runs a closure as a task (Scala's `Future { ... }`);
 //! [`spawn`] runs an async block; [`spawn_blocking`] runs something that blocks for long
 //! on a separate pool ([`fs`] runs file I/O there for you). Each returns a [`Task`].
+//! [`named`]`("conn").spawn(..)` gives a task a name that a [`trace`] shows on its runs.
 //!
 //! ```
 //! let answer = ito::spawn_fn(|| 6 * 7);
@@ -364,7 +365,7 @@ struct ReadmeDoctests;
 pub use failure::{Failure, PanicPayload};
 pub use future::{Future, Promise, Task};
 pub use runtime::join::{block_in_place, join, join3};
-pub use runtime::{Builder, Metrics, Runtime, block_on};
+pub use runtime::{Builder, Metrics, Named, Runtime, block_on, named};
 pub use scope::{
     CancellationToken, Scope, ScopeError, TaskSet, first_ok, race, scope, scope_fn,
     scope_fn_supervised, scope_supervised,

@@ -90,6 +90,7 @@ fn counts_match_the_metrics() {
     assert_eq!(count(&evs, "X", |n| n.starts_with("park: ")), m.parks);
     assert_eq!(count_slot_steals(&evs), m.stolen);
     assert_eq!(count(&evs, "i", |n| n == "join steal"), m.join_steals);
+    assert_eq!(count(&evs, "X", |n| n == "join job"), m.join_steals);
     assert_eq!(
         count(&evs, "i", |n| n == "compensation start"),
         m.compensations
@@ -271,6 +272,15 @@ fn global_runtime_child() {
     ito::spawn_fn(|| ito::trace::event("global"))
         .wait()
         .unwrap();
+    // A sleep on the global runtime goes to the process's timer driver; one that may have
+    // needed no timer is marked, and another follows.
+    ito::spawn(async {
+        while !sleep_timed(Duration::from_millis(1)).await {
+            ito::trace::event("unsure sleep");
+        }
+    })
+    .wait()
+    .unwrap();
 }
 
 #[test]
@@ -295,6 +305,9 @@ fn ito_trace_traces_the_global_runtime_until_exit() {
     assert!(count(&evs, "i", |n| n == "spawn") >= 11);
     assert!(count(&evs, "X", |n| n == "poll") >= 11);
     assert_eq!(count(&evs, "i", |n| n == "user: global"), 1);
+    let unsure = count(&evs, "i", |n| n == "user: unsure sleep");
+    let fired = timers_fired(&evs);
+    assert!((1..=1 + unsure).contains(&fired), "{fired} fired");
     assert!(evs.iter().any(|e| {
         e["args"]["name"]
             .as_str()
@@ -338,5 +351,188 @@ fn processes_show_their_spawn_and_exit() {
         .collect();
     assert_eq!(exits.len(), 52);
     assert_eq!(exits.iter().filter(|n| !**n).count(), 1);
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// The callbacks the trace's `timer fire` events say were fired, in total; every one on the
+/// timer thread's track.
+fn timers_fired(evs: &[Value]) -> u64 {
+    let timer_tids: std::collections::HashSet<u64> = evs
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["args"]["name"] == "ito-timer")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    evs.iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "timer fire")
+        .inspect(|e| assert!(timer_tids.contains(&e["tid"].as_u64().unwrap())))
+        .map(|e| e["args"]["n"].as_u64().unwrap())
+        .inspect(|n| assert!(*n >= 1))
+        .sum()
+}
+
+/// Sleeps for `d`; returns whether the sleep surely went through the timer thread. A sleep
+/// whose deadline has passed when it starts completes at once, with no timer: that happens
+/// only if more than `d` went by since `before`, which is checked after the start.
+async fn sleep_timed(d: Duration) -> bool {
+    let before = std::time::Instant::now();
+    let nap = ito::sleep_until(before + d);
+    let sure = before.elapsed() < d;
+    nap.await.unwrap();
+    sure
+}
+
+#[test]
+fn timer_fires_count_every_sleep() {
+    let path = trace_path("timers");
+    let rt = traced(2, &path);
+    // 4 tasks sleep 5 times each (and again after a sleep that may have needed no timer):
+    // 20 timers, fired in batches of one or more.
+    let sleepers: Vec<_> = (0..4u64)
+        .map(|i| {
+            rt.spawn(async move {
+                let mut unsure = 0;
+                let mut j = 0;
+                while j < 5 {
+                    if sleep_timed(Duration::from_micros(200 * (i + j + 1))).await {
+                        j += 1;
+                    } else {
+                        unsure += 1;
+                    }
+                }
+                unsure
+            })
+        })
+        .collect();
+    let unsure: u64 = sleepers.into_iter().map(|s| s.wait().unwrap()).sum();
+    drop(rt);
+    let fired = timers_fired(&events(&path));
+    assert!((20..=20 + unsure).contains(&fired), "{fired} fired");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn named_tasks_show_their_names_on_their_runs() {
+    let path = trace_path("named");
+    let rt = traced(2, &path);
+    let gate = ito::Promise::<u8>::new();
+    let g = gate.future();
+    rt.block_on(async {
+        // An async task that runs twice: before its wait and after.
+        let conn = ito::named("conn \"a\"").spawn(async move { g.await.unwrap() + 1 });
+        let crunch = rt.named("crunch").spawn_fn(|| (1..=10u32).sum::<u32>());
+        let plain = ito::spawn_fn(|| 5u8);
+        assert_eq!(crunch.await, Ok(55));
+        assert_eq!(plain.await, Ok(5));
+        assert!(gate.try_success(1));
+        assert_eq!(conn.await, Ok(2));
+    });
+    let unnamed: Vec<_> = (0..20u32).map(|i| rt.spawn_fn(move || i)).collect();
+    for u in unnamed {
+        u.wait().unwrap();
+    }
+    drop(rt);
+    let evs = events(&path);
+    // Each spawn's name, by task id, in time order (an id may be reused once its task ended).
+    let mut spawns: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "spawn")
+        .collect();
+    let mut runs: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().unwrap().starts_with("poll"))
+        .collect();
+    spawns.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["ts"].as_f64().unwrap())
+    });
+    runs.sort_by(|a, b| {
+        a["ts"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["ts"].as_f64().unwrap())
+    });
+    let mut name_of = std::collections::HashMap::new();
+    let mut next = 0;
+    let mut runs_named = std::collections::HashMap::<&str, u32>::new();
+    for r in &runs {
+        while next < spawns.len() && spawns[next]["ts"].as_f64() <= r["ts"].as_f64() {
+            let s = spawns[next];
+            name_of.insert(
+                s["args"]["task"].as_str().unwrap(),
+                s["args"]["name"].as_str(),
+            );
+            next += 1;
+        }
+        let task = r["args"]["task"].as_str().unwrap();
+        let expected = name_of.get(task).copied().flatten();
+        assert_eq!(r["args"]["name"].as_str(), expected, "{r}");
+        if let Some(n) = expected {
+            *runs_named.entry(n).or_default() += 1;
+        }
+    }
+    assert!(runs_named["conn \"a\""] >= 2, "{runs_named:?}");
+    assert_eq!(runs_named["crunch"], 1);
+    assert_eq!(runs_named.len(), 2);
+    assert!(runs.len() >= 24, "the unnamed tasks ran too");
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// fib by `ito::join`, with no cutoff.
+fn fib(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = ito::join(|| fib(n - 1), || fib(n - 2));
+    a + b
+}
+
+#[test]
+fn stolen_join_jobs_are_slices() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let path = trace_path("join-jobs");
+    let rt = traced(2, &path);
+    let taken = AtomicBool::new(false);
+    let (a, b) = rt.install(|| {
+        ito::join(
+            || {
+                // Held here until the other worker steals the second side: at least one steal.
+                while !taken.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                fib(18)
+            },
+            || {
+                taken.store(true, Ordering::Release);
+                fib(18)
+            },
+        )
+    });
+    assert_eq!((a, b), (2584, 2584));
+    let m = quiesce(&rt);
+    rt.write_trace().unwrap();
+    let evs = events(&path);
+    assert!(m.join_steals >= 1);
+    assert_eq!(count(&evs, "i", |n| n == "join steal"), m.join_steals);
+    assert_eq!(count(&evs, "X", |n| n == "join job"), m.join_steals);
+    // Each job's slice starts at its steal, on the thief's track.
+    let steals: std::collections::HashSet<(u64, String)> = evs
+        .iter()
+        .filter(|e| e["name"] == "join steal")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["ts"].to_string()))
+        .collect();
+    let jobs = evs.iter().filter(|e| e["name"] == "join job");
+    for j in jobs {
+        let at = j["ts"].as_f64().unwrap();
+        assert!(
+            steals
+                .iter()
+                .any(|(tid, ts)| *tid == j["tid"].as_u64().unwrap()
+                    && ts.parse::<f64>().unwrap() <= at),
+            "{j}"
+        );
+    }
+    drop(rt);
     std::fs::remove_file(&path).unwrap();
 }

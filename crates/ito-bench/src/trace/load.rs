@@ -10,7 +10,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 /// What a thread is doing, as the drawing colours it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum State {
-    /// A worker runs a task (or a blocking-pool thread runs a job).
+    /// A worker runs a task or a join job it stole (or a blocking-pool thread runs a job).
     Running,
     /// A compensation thread runs a task.
     Compensating,
@@ -65,7 +65,7 @@ pub(crate) struct Timeline {
 /// about the scheduler (user spans). A run's state ([`State::Running`] or
 /// [`State::Compensating`]) depends on the thread's name, which may come later in the file.
 fn slice_of(name: &str) -> Option<Slice> {
-    if name == "poll" || name == "help" || name == "blocking job" {
+    if matches!(name, "poll" | "help" | "blocking job" | "join job") {
         Some(Slice::Run)
     } else if name.starts_with("park: ") {
         Some(Slice::State(State::Parked))
@@ -164,8 +164,8 @@ impl Sink {
                 }
             }
             ("i", "spawn") => self.tracks[i].spawns.push(ts),
-            // A fork-join job taken from another thread's shelf is a steal too (its run is
-            // not a slice of the trace: the thread shows as searching while it runs it).
+            // A fork-join job taken from another thread's shelf is a steal too (its run is the
+            // `join job` slice that follows).
             ("i", "steal" | "join steal") => self.tracks[i].steals.push(ts),
             _ => {}
         }
@@ -336,11 +336,15 @@ mod tests {
             {"ph":"i","s":"t","pid":1,"tid":1,"ts":1.5,"name":"spawn"},
             {"ph":"X","pid":1,"tid":2,"ts":2.0,"dur":2.0,"name":"poll"},
             {"ph":"i","s":"t","pid":1,"tid":2,"ts":2.0,"name":"steal"},
-            {"ph":"X","pid":1,"tid":2,"ts":2.5,"dur":0.5,"name":"my span"}
+            {"ph":"X","pid":1,"tid":2,"ts":2.5,"dur":0.5,"name":"my span"},
+            {"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"ito-worker-1"}},
+            {"ph":"i","s":"t","pid":1,"tid":3,"ts":1.0,"name":"join steal"},
+            {"ph":"X","pid":1,"tid":3,"ts":1.0,"dur":3.0,"name":"join job"},
+            {"ph":"X","pid":1,"tid":3,"ts":2.0,"dur":1.0,"name":"blocked: join latch"}
         ]}"#;
         let t = parse(text).unwrap();
         assert_eq!((t.start, t.end), (1.0, 5.0));
-        assert_eq!(t.tracks.len(), 2);
+        assert_eq!(t.tracks.len(), 3);
         assert_eq!(
             t.tracks[0].segments,
             [
@@ -352,6 +356,16 @@ mod tests {
         assert_eq!(t.tracks[0].spawns, [1.5]);
         assert_eq!(t.tracks[1].segments, [(2.0, 4.0, State::Compensating)]);
         assert_eq!(t.tracks[1].steals, [2.0]);
+        // A stolen join job runs (green), with what it blocks on inside it.
+        assert_eq!(
+            t.tracks[2].segments,
+            [
+                (1.0, 2.0, State::Running),
+                (2.0, 3.0, State::Blocked),
+                (3.0, 4.0, State::Running)
+            ]
+        );
+        assert_eq!(t.tracks[2].steals, [1.0]);
         assert!(parse("{}").is_err());
         assert!(parse(r#"{"traceEvents":[]}"#).is_err());
         assert!(parse("not json").is_err());

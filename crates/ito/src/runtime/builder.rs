@@ -240,6 +240,7 @@ impl Builder {
             event_interval: self.event_interval,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }));
+        crate::time::trace_timers(shared);
         // The block is freed by its last owner (`owners.rs`), starting with this `Runtime`.
         let rt = Runtime {
             shared,

@@ -20,11 +20,12 @@ impl Shared {
 
     /// Queues a new task: on this worker's deque if we are one of ours, else the injector.
     /// Counting the spawn counts the task as an owner of the block (`owners.rs`): in the
-    /// slot's `spawned`, or in the block's count.
+    /// slot's `spawned`, or in the block's count. `name` (`ito::named`) is read only when the
+    /// runtime is traced.
     #[inline]
-    fn push_new(&'static self, task: TaskRef) {
+    fn push_new(&'static self, task: TaskRef, name: Option<&'static str>) {
         if let Some(r) = self.trace {
-            r.spawn(trace::task_id(&task));
+            r.spawn(trace::task_id(&task), name);
         }
         match worker::current_for(self) {
             Some(ctx) => ctx.push_spawned(task),
@@ -121,8 +122,22 @@ where
     F: StdFuture + Send + 'static,
     F::Output: Send + 'static,
 {
+    spawn_named_on(shared, fut, None)
+}
+
+/// Spawns an async task on `shared`, named `name` in its trace.
+#[inline]
+pub(crate) fn spawn_named_on<F>(
+    shared: &'static Shared,
+    fut: F,
+    name: Option<&'static str>,
+) -> Task<F::Output>
+where
+    F: StdFuture + Send + 'static,
+    F::Output: Send + 'static,
+{
     let (task, f) = task::new_future(fut, shared);
-    shared.push_new(task);
+    shared.push_new(task, name);
     f
 }
 
@@ -133,7 +148,7 @@ pub(crate) fn spawn_detached_future_on<F>(shared: &'static Shared, fut: F)
 where
     F: StdFuture<Output = ()> + Send + 'static,
 {
-    shared.push_new(task::new_detached(fut, shared));
+    shared.push_new(task::new_detached(fut, shared), None);
 }
 
 /// Spawns a closure task on `shared`.
@@ -143,8 +158,22 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    spawn_fn_named_on(shared, f, None)
+}
+
+/// Spawns a closure task on `shared`, named `name` in its trace.
+#[inline]
+pub(crate) fn spawn_fn_named_on<F, T>(
+    shared: &'static Shared,
+    f: F,
+    name: Option<&'static str>,
+) -> Task<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
     let (task, fut) = task::new_fn(f, shared);
-    shared.push_new(task);
+    shared.push_new(task, name);
     fut
 }
 

@@ -37,6 +37,7 @@ mod inject;
 pub(crate) mod join;
 pub(crate) mod loops;
 mod metrics;
+mod named;
 pub(crate) mod owners;
 pub(crate) mod park;
 mod shutdown;
@@ -57,6 +58,7 @@ pub(crate) use inject::{
     spawn_detached, spawn_detached_future_on, spawn_fn_on, spawn_on, wake_batch,
 };
 pub use metrics::Metrics;
+pub use named::{Named, named};
 
 use crate::task::TaskRef;
 use blocking::BlockingPool;

@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use super::wheel::{TimerKey, Wheel};
 use crate::runtime::Shared;
+use crate::trace::{Kind, Recorder};
 
 type Callback = Box<dyn FnOnce() + Send>;
 
@@ -39,6 +40,9 @@ pub(crate) struct Driver {
     state: Mutex<State>,
     /// The timer thread, once started; set under `state`'s lock, read without it.
     thread: OnceLock<Thread>,
+    /// The recorder of the runtime whose timers these are, if it is traced: set once, when
+    /// the runtime is built (the global runtime's, for [`GLOBAL`]).
+    trace: OnceLock<&'static Recorder>,
 }
 
 struct State {
@@ -73,6 +77,7 @@ impl Driver {
                 stopped: false,
             }),
             thread: OnceLock::new(),
+            trace: OnceLock::new(),
         }
     }
 
@@ -162,6 +167,13 @@ fn run(d: &'static Driver) {
             st.planned = next.unwrap_or(u64::MAX);
             next.map(|n| (n, now))
         };
+        if let Some(r) = d.trace.get() {
+            if !fired.is_empty() {
+                r.record(Kind::TimerFire {
+                    n: fired.len() as u64,
+                });
+            }
+        }
         for cb in fired.drain(..) {
             // A panicking callback must not stop the timers.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(cb));
@@ -185,6 +197,14 @@ fn tighten_timer_slack() {
     // changes only the calling thread's timer slack.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Records the timer fires of `shared`'s driver (the process's, for the global runtime) to
+/// its recorder, if it is traced. Called once, when the runtime is built.
+pub(crate) fn trace_timers(shared: &'static Shared) {
+    if let Some(r) = shared.trace {
+        let _ = shared.timers().unwrap_or(&GLOBAL).trace.set(r);
     }
 }
 

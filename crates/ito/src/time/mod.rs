@@ -56,7 +56,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use driver::call_at_detached;
-pub(crate) use driver::{Driver, call_at};
+pub(crate) use driver::{Driver, call_at, trace_timers};
 pub use interval::{Interval, MissedTickBehavior, Tick, interval, interval_at};
 pub use sleep::Sleep;
 use sleep::Timer;

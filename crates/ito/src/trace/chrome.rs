@@ -2,9 +2,10 @@
 //! `chrome://tracing` open. Written by hand: ito has no JSON dependency.
 //!
 //! One track (`tid`) per thread, named by a `thread_name` metadata event. Runs of tasks,
-//! parks, blocks, blocking-pool jobs and user spans are complete events (`X`); spawns,
-//! wake-ups, steals and the rest are thread-scoped instant events (`i`). A flow (`s` to `f`)
-//! joins each spawn, and each wake-up, to the task's next run.
+//! parks, blocks, blocking-pool jobs, stolen join jobs and user spans are complete events
+//! (`X`); spawns, wake-ups, steals, timer fires and the rest are thread-scoped instant events
+//! (`i`). A flow (`s` to `f`) joins each spawn, and each wake-up, to the task's next run. A
+//! task spawned with a name has it on each of its runs, until its address is spawned again.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -12,11 +13,25 @@ use std::io::{self, Write};
 
 use super::event::{Event, FROM_INJECTOR, Kind};
 
-/// An interval open on a track: what it shows, when it started, and its argument.
+/// An interval open on a track: what it shows, when it started, and its arguments: the task
+/// it runs and that task's name.
 struct Open {
     name: &'static str,
     start: u64,
     task: Option<u64>,
+    label: Option<&'static str>,
+}
+
+impl Open {
+    /// A slice that runs no task.
+    fn state(name: &'static str, start: u64) -> Open {
+        Open {
+            name,
+            start,
+            task: None,
+            label: None,
+        }
+    }
 }
 
 /// Writes `tracks` (a name and its events, oldest first, per thread) as one JSON document.
@@ -50,6 +65,8 @@ pub(crate) fn write(out: &mut impl Write, tracks: &[(String, Vec<Event>)]) -> io
     let mut open: Vec<Vec<Open>> = tracks.iter().map(|_| Vec::new()).collect();
     // A task spawned or woken, and not run since: its flow's id and name.
     let mut pending: HashMap<u64, (u64, &'static str)> = HashMap::new();
+    // The names of named tasks, by task id, from their spawn until the id's next spawn.
+    let mut names: HashMap<u64, &'static str> = HashMap::new();
     let mut next_flow = 1u64;
     for (t, i, j) in all {
         let tid = i + 1;
@@ -71,34 +88,31 @@ pub(crate) fn write(out: &mut impl Write, tracks: &[(String, Vec<Event>)]) -> io
                     name,
                     start: t,
                     task: Some(task),
+                    label: names.get(&task).copied(),
                 });
             }
-            Kind::Park { why } => open[i].push(Open {
-                name: why.name(),
-                start: t,
-                task: None,
-            }),
-            Kind::BlockingStart => open[i].push(Open {
-                name: "blocking job",
-                start: t,
-                task: None,
-            }),
-            Kind::PollEnd | Kind::Unpark | Kind::BlockingEnd => {
+            Kind::Park { why } => open[i].push(Open::state(why.name(), t)),
+            Kind::BlockingStart => open[i].push(Open::state("blocking job", t)),
+            Kind::JoinJobStart => open[i].push(Open::state("join job", t)),
+            Kind::PollEnd | Kind::Unpark | Kind::BlockingEnd | Kind::JoinJobEnd => {
                 if let Some(o) = open[i].pop() {
                     w.complete(tid, &o, t)?;
                 }
             }
-            Kind::Span { name, start } => w.complete(
-                tid,
-                &Open {
-                    name,
-                    start,
-                    task: None,
-                },
-                t,
-            )?,
-            Kind::Spawn { task, parent } => {
-                let args = format!(r#"{{"task":"{task:#x}","parent":"{parent:#x}"}}"#);
+            Kind::Span { name, start } => w.complete(tid, &Open::state(name, start), t)?,
+            Kind::Spawn { task, parent, name } => {
+                let mut args = format!(r#"{{"task":"{task:#x}","parent":"{parent:#x}""#);
+                match name {
+                    Some(name) => {
+                        args.push_str(r#","name":"#);
+                        escape(&mut args, name);
+                        names.insert(task, name);
+                    }
+                    None => {
+                        names.remove(&task);
+                    }
+                }
+                args.push('}');
                 w.flow_origin(tid, t, "spawn", &args, next_flow)?;
                 pending.insert(task, (next_flow, "spawn"));
                 next_flow += 1;
@@ -141,12 +155,16 @@ pub(crate) fn write(out: &mut impl Write, tracks: &[(String, Vec<Event>)]) -> io
                     name: "poll (resumed)",
                     start: t,
                     task: Some(task),
+                    label: names.get(&task).copied(),
                 });
             }
             Kind::JoinExpose { n } => {
                 w.instant(tid, t, "join expose", &format!(r#"{{"n":{n}}}"#))?;
             }
             Kind::JoinSteal => w.instant(tid, t, "join steal", "{}")?,
+            Kind::TimerFire { n } => {
+                w.instant(tid, t, "timer fire", &format!(r#"{{"n":{n}}}"#))?;
+            }
             Kind::ProcessSpawn { pid } => {
                 w.instant(tid, t, "process spawn", &format!(r#"{{"pid":"{pid:#x}"}}"#))?;
             }
@@ -208,7 +226,12 @@ impl<W: Write> Writer<'_, W> {
         );
         escape(&mut s, o.name);
         if let Some(task) = o.task {
-            let _ = write!(s, r#","args":{{"task":"{task:#x}"}}"#);
+            let _ = write!(s, r#","args":{{"task":"{task:#x}""#);
+            if let Some(label) = o.label {
+                s.push_str(r#","name":"#);
+                escape(&mut s, label);
+            }
+            s.push('}');
         }
         s.push('}');
         let r = self.raw(&s);

@@ -47,8 +47,13 @@ pub(crate) enum Kind {
     HelpStart { task: u64 },
     /// The run started by the latest unmatched `PollStart` or `HelpStart` returned.
     PollEnd,
-    /// A task was spawned by the task `parent` (one per `Metrics::spawned`).
-    Spawn { task: u64, parent: u64 },
+    /// A task was spawned by the task `parent` (one per `Metrics::spawned`), with the name
+    /// it was given (`ito::named`), if any.
+    Spawn {
+        task: u64,
+        parent: u64,
+        name: Option<&'static str>,
+    },
     /// A task was woken by the task `by`.
     Wake { task: u64, by: u64 },
     /// `n` tasks were stolen from slot `from` (or [`FROM_INJECTOR`]).
@@ -76,6 +81,12 @@ pub(crate) enum Kind {
     JoinExpose { n: u64 },
     /// This thread took another thread's join job (one per `Metrics::join_steals`).
     JoinSteal,
+    /// This thread starts running the join job it took (the next event after `JoinSteal`).
+    JoinJobStart,
+    /// The join job started by the latest unmatched `JoinJobStart` is done.
+    JoinJobEnd,
+    /// The timer thread fired `n` timers' callbacks, which it runs next.
+    TimerFire { n: u64 },
     /// A process was spawned; `pid` is its block's address.
     ProcessSpawn { pid: u64 },
     /// A process ended, normally (its body returned `()` or `Ok(())`) or not.

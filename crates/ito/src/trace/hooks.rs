@@ -63,10 +63,32 @@ impl Recorder {
         self.put(buf, tag::RESUME, task);
     }
 
-    /// A task was spawned, by the task this thread runs.
+    /// A task was spawned, by the task this thread runs, named `name` if it has a name (a
+    /// wide record, which the exporter attaches to the task's runs).
     #[inline(never)]
-    pub(crate) fn spawn(&'static self, task: u64) {
-        self.put(self.local(), tag::SPAWN, task);
+    pub(crate) fn spawn(&'static self, task: u64, name: Option<&'static str>) {
+        let buf = self.local();
+        match name {
+            None => self.put(buf, tag::SPAWN, task),
+            Some(name) => {
+                raw::put_wide(
+                    buf,
+                    self.now(),
+                    tag::SPAWN_NAMED,
+                    task,
+                    raw::name_words(name),
+                );
+            }
+        }
+    }
+
+    /// Runs `job`, a join job this thread took from another's shelf, between a start and an
+    /// end record. The job does not unwind (`join/job.rs` catches its panic for its owner).
+    #[inline(never)]
+    pub(crate) fn join_job(&'static self, job: impl FnOnce()) {
+        self.put(self.local(), tag::JOIN_JOB_START, 0);
+        job();
+        self.put(self.local(), tag::JOIN_JOB_END, 0);
     }
 
     /// A task was woken, by the task this thread runs.

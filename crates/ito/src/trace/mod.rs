@@ -3,11 +3,12 @@
 //! Tracing is off by default. [`Builder::trace`](crate::Builder::trace) turns it on for one
 //! runtime, and the environment variable `ITO_TRACE=path` for the global runtime. A traced
 //! runtime records, per thread, every run of a task, spawn, wake-up, steal, park, block,
-//! compensation thread, blocking-pool job and fork-join exposure and steal, plus the user's
-//! [`event`]s and [`span`]s, and writes them to its file in Chrome's trace-event JSON format
-//! when it is dropped, or on [`Runtime::write_trace`](crate::Runtime::write_trace) or
-//! [`write()`]. The design, the event list and the cost are in
-//! [`design::trace`](crate::design::trace).
+//! compensation thread, blocking-pool job, fork-join exposure, steal and run of a stolen job,
+//! and batch of fired timers, plus the user's [`event`]s and [`span`]s, and writes them to its
+//! file in Chrome's trace-event JSON format when it is dropped, or on
+//! [`Runtime::write_trace`](crate::Runtime::write_trace) or [`write()`]. A task spawned with
+//! [`named`](crate::named) shows its name on its runs. The design, the event list and the cost
+//! are in [`design::trace`](crate::design::trace).
 //!
 //! ```
 //! let path = std::env::temp_dir().join(format!("ito-trace-doc-{}.json", std::process::id()));

@@ -4,7 +4,8 @@
 //! previous record (up to [`DELTA_BITS`] bits), and a payload that is 8-aligned and below
 //! 2^47 (a task id, which is an address, or zero), shifted right by 3. Any other event is a
 //! long record of two words: the ticks shifted left by 8 with the tag in the low byte, and
-//! the payload. A user event or span adds two words for its name's length and its start.
+//! the payload. A user event or span adds two words for its name's length and its start,
+//! and a named spawn two for its name's address and length.
 //! A spawn or wake-up records only the task: its parent or waker is the task the thread
 //! runs, which the decoder knows from the thread's own records, because each start names the
 //! task it sets and each end names the task it restores.
@@ -49,7 +50,7 @@ pub(crate) fn put(buf: &ThreadBuf, ticks: u64, tag: u64, payload: u64) {
     }
 }
 
-/// Appends an event with two more words (a user event or span) to `buf`.
+/// Appends an event with two more words (a user event or span, a named spawn) to `buf`.
 pub(crate) fn put_wide(buf: &ThreadBuf, ticks: u64, tag: u64, payload: u64, more: [u64; 2]) {
     buf.set_last(head(ticks, tag));
     buf.push([head(ticks, tag), payload, more[0], more[1]]);
@@ -84,6 +85,33 @@ pub(crate) mod tag {
     pub(crate) const USER: u64 = 19;
     /// As [`USER`], and the second more word is the start's ticks.
     pub(crate) const SPAN: u64 = 20;
+    /// The payload is the number of callbacks fired.
+    pub(crate) const TIMER_FIRE: u64 = 21;
+    pub(crate) const JOIN_JOB_START: u64 = 22;
+    pub(crate) const JOIN_JOB_END: u64 = 23;
+    /// As [`SPAWN`]; two more words hold the name's address and length.
+    pub(crate) const SPAWN_NAMED: u64 = 24;
+}
+
+/// The two more words that carry `name`: its address and length.
+#[inline]
+pub(crate) fn name_words(name: &'static str) -> [u64; 2] {
+    [name.as_ptr() as usize as u64, name.len() as u64]
+}
+
+/// The name whose address and length are `ptr` and `len`.
+///
+/// # Safety
+///
+/// `ptr` and `len` are those of a `&'static str` ([`name_words`]).
+unsafe fn name_at(ptr: u64, len: u64) -> &'static str {
+    // SAFETY: the caller's promise.
+    unsafe {
+        std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+            ptr as usize as *const u8,
+            len as usize,
+        ))
+    }
 }
 
 /// The tag and payload of `kind`, and its two more words if it takes them. The runtime's hot
@@ -94,7 +122,14 @@ pub(crate) fn encode(kind: Kind) -> (u64, u64, Option<[u64; 2]>) {
         Kind::PollStart { task } => (tag::POLL_START, task, None),
         Kind::HelpStart { task } => (tag::HELP_START, task, None),
         Kind::PollEnd => (tag::POLL_END, 0, None),
-        Kind::Spawn { task, .. } => (tag::SPAWN, task, None),
+        Kind::Spawn {
+            task, name: None, ..
+        } => (tag::SPAWN, task, None),
+        Kind::Spawn {
+            task,
+            name: Some(name),
+            ..
+        } => (tag::SPAWN_NAMED, task, Some(name_words(name))),
         Kind::Wake { task, .. } => (tag::WAKE, task, None),
         Kind::Steal { from, n } => (tag::STEAL, n32(from) << 32 | n32(n), None),
         Kind::Park { why } => (tag::PARK, why as u64, None),
@@ -107,6 +142,9 @@ pub(crate) fn encode(kind: Kind) -> (u64, u64, Option<[u64; 2]>) {
         Kind::BlockingEnd => (tag::BLOCKING_END, 0, None),
         Kind::JoinExpose { n } => (tag::JOIN_EXPOSE, n, None),
         Kind::JoinSteal => (tag::JOIN_STEAL, 0, None),
+        Kind::JoinJobStart => (tag::JOIN_JOB_START, 0, None),
+        Kind::JoinJobEnd => (tag::JOIN_JOB_END, 0, None),
+        Kind::TimerFire { n } => (tag::TIMER_FIRE, n, None),
         Kind::ProcessSpawn { pid } => (tag::PROCESS_SPAWN, pid, None),
         Kind::ProcessExit { pid, normal } => (
             if normal {
@@ -150,8 +188,8 @@ fn why(n: u64) -> Why {
 ///
 /// # Safety
 ///
-/// `words` were written by [`put`] and [`put_wide`], so the name of a user event or span is a
-/// `&'static str`'s address and length.
+/// `words` were written by [`put`] and [`put_wide`], so the name of a user event, a span or a
+/// named spawn is a `&'static str`'s address and length.
 pub(crate) unsafe fn decode(words: &[u64], scale: Scale) -> Vec<Event> {
     let mut out = Vec::with_capacity(words.len() / 2);
     // The task the thread runs, as the runtime's `ThreadBuf::task` held it at each record.
@@ -187,7 +225,19 @@ pub(crate) unsafe fn decode(words: &[u64], scale: Scale) -> Vec<Event> {
             tag::SPAWN => Kind::Spawn {
                 task: b,
                 parent: running,
+                name: None,
             },
+            tag::SPAWN_NAMED => {
+                let (Some(ptr), Some(len)) = (it.next(), it.next()) else {
+                    break;
+                };
+                Kind::Spawn {
+                    task: b,
+                    parent: running,
+                    // SAFETY: the caller's promise: written by `put_wide` with `name_words`.
+                    name: Some(unsafe { name_at(ptr, len) }),
+                }
+            }
             tag::WAKE => Kind::Wake {
                 task: b,
                 by: running,
@@ -219,6 +269,9 @@ pub(crate) unsafe fn decode(words: &[u64], scale: Scale) -> Vec<Event> {
             tag::BLOCKING_END => Kind::BlockingEnd,
             tag::JOIN_EXPOSE => Kind::JoinExpose { n: b },
             tag::JOIN_STEAL => Kind::JoinSteal,
+            tag::JOIN_JOB_START => Kind::JoinJobStart,
+            tag::JOIN_JOB_END => Kind::JoinJobEnd,
+            tag::TIMER_FIRE => Kind::TimerFire { n: b },
             tag::PROCESS_SPAWN => Kind::ProcessSpawn { pid: b },
             tag::PROCESS_EXIT | tag::PROCESS_FAIL => Kind::ProcessExit {
                 pid: b,
@@ -230,12 +283,7 @@ pub(crate) unsafe fn decode(words: &[u64], scale: Scale) -> Vec<Event> {
                 };
                 // SAFETY: the caller's promise: `b` and `len` are the address and length of a
                 // `&'static str`.
-                let name: &'static str = unsafe {
-                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                        b as usize as *const u8,
-                        len as usize,
-                    ))
-                };
+                let name = unsafe { name_at(b, len) };
                 if tag == tag::USER {
                     Kind::User { name }
                 } else {
@@ -275,6 +323,7 @@ mod tests {
             Kind::Spawn {
                 task: 0x7f00_0000_0010,
                 parent: 0,
+                name: None,
             },
             Kind::PollStart {
                 task: 0x7f00_0000_0010,
@@ -282,6 +331,7 @@ mod tests {
             Kind::Spawn {
                 task: 0x7f00_0000_0020,
                 parent: 0x7f00_0000_0010,
+                name: None,
             },
             Kind::HelpStart {
                 task: 0x7f00_0000_0020,
@@ -313,6 +363,14 @@ mod tests {
             Kind::BlockingEnd,
             Kind::JoinExpose { n: 2 },
             Kind::JoinSteal,
+            Kind::JoinJobStart,
+            Kind::TimerFire { n: 3 },
+            Kind::JoinJobEnd,
+            Kind::Spawn {
+                task: 0x7f00_0000_0050,
+                parent: 0x7f00_0000_0040,
+                name: Some("conn"),
+            },
             Kind::ProcessSpawn { pid: 0x1000 },
             Kind::ProcessExit {
                 pid: 0x1000,
@@ -358,8 +416,9 @@ mod tests {
         // Far apart: every record is long.
         let (far, _) = round_trip(|i| (i + 1) << 20);
         let n = all_kinds().len();
-        // Far apart, each event is two words, the user event and the span four.
-        assert_eq!(far.len(), (n - 2) * 2 + 2 * 4);
+        // Far apart, each event is two words, the user event, the span and the named spawn
+        // four.
+        assert_eq!(far.len(), (n - 3) * 2 + 3 * 4);
         // Close together, the runs, the spawns and the wake-up of an aligned task are one
         // word each: 7 of the first 8 events (the other wakes task 9).
         let short = close.iter().filter(|w| **w & SHORT != 0).count();

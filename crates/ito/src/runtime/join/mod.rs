@@ -301,8 +301,12 @@ pub(crate) fn expose(ctx: &WorkerCtx, max: usize) {
 /// holds only while this thread runs nothing else until the job is done.
 pub(crate) unsafe fn run_stolen(ctx: &WorkerCtx, job: shelf::JobRef) {
     let _running = ctx.enter_stolen_job();
-    // SAFETY: the caller's contract; the job's owner waits for its latch.
-    unsafe { JobHeader::execute(job.0) }
+    match ctx.shared.trace {
+        // SAFETY: the caller's contract; the job's owner waits for its latch.
+        None => unsafe { JobHeader::execute(job.0) },
+        // SAFETY: as above.
+        Some(r) => r.join_job(|| unsafe { JobHeader::execute(job.0) }),
+    }
 }
 
 /// Runs `f` on a worker of `shared` and returns its result: in place if this thread is one,

@@ -9,7 +9,7 @@
 //! sending `--bytes` and waiting for them to come back, for `--seconds`. Each run reports the
 //! round trips' rate and quantiles and the busy tasks finished per second. The runs of one
 //! round go through the implementations and intervals in one order, the next round in the
-//! reverse order.
+//! reverse order. The server's threads run on CPU 0 and the client on CPU 1.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,10 +27,19 @@ use super::serve::{echo_ito, echo_tokio};
 #[derive(Args, Debug)]
 pub(crate) struct BusyArgs {
     /// Servers, comma-separated (ito, tokio).
-    #[arg(long = "impl", value_enum, value_delimiter = ',', default_value = "ito,tokio")]
+    #[arg(
+        long = "impl",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ito,tokio"
+    )]
     imps: Vec<NetImpl>,
     /// Tasks between two looks at the I/O driver, comma-separated.
-    #[arg(long = "event-interval", value_delimiter = ',', default_value = "7,31,61,127,255")]
+    #[arg(
+        long = "event-interval",
+        value_delimiter = ',',
+        default_value = "7,31,61,127,255"
+    )]
     intervals: Vec<u32>,
     /// Busy tasks kept in the worker's queue.
     #[arg(long, default_value_t = 2)]
@@ -70,7 +79,9 @@ pub(crate) fn run(args: &BusyArgs) -> ExitCode {
         return crate::usage_error("net busy: --event-interval must be at least 1");
     }
     if args.busy == 0 || args.bytes == 0 || !(args.busy_us > 0.0 && args.seconds > 0.0) {
-        return crate::usage_error("net busy: --busy, --busy-us, --bytes, --seconds must be positive");
+        return crate::usage_error(
+            "net busy: --busy, --busy-us, --bytes, --seconds must be positive",
+        );
     }
     let mut plan: Vec<(NetImpl, u32)> = args
         .imps
@@ -78,9 +89,10 @@ pub(crate) fn run(args: &BusyArgs) -> ExitCode {
         .flat_map(|&i| args.intervals.iter().map(move |&e| (i, e)))
         .collect();
     let mut samples = Vec::new();
+    let two_cpus = crate::measure::nproc() >= 2;
     for round in 0..args.repeat {
         for &(imp, interval) in &plan {
-            match run_one(args, imp, interval) {
+            match run_one(args, imp, interval, two_cpus) {
                 Ok((busy_per_s, load)) => {
                     let s = Sample {
                         experiment: "net-busy",
@@ -107,7 +119,9 @@ pub(crate) fn run(args: &BusyArgs) -> ExitCode {
 
 /// Prints, per implementation and interval, the medians and ranges of the runs.
 fn summarise(samples: &[Sample]) {
-    eprintln!("impl   interval  round trips/s (min-max)     p50 us   p99 us   busy tasks/s (min-max)");
+    eprintln!(
+        "impl   interval  round trips/s (min-max)     p50 us   p99 us   busy tasks/s (min-max)"
+    );
     let mut keys: Vec<(NetImpl, u32)> = samples.iter().map(|s| (s.imp, s.event_interval)).collect();
     keys.sort_by_key(|&(i, e)| (i as u8, e));
     keys.dedup();
@@ -198,8 +212,26 @@ fn busy_tokio(b: Busy) {
     }));
 }
 
-fn run_one(a: &BusyArgs, imp: NetImpl, interval: u32) -> std::io::Result<(f64, LoadResult)> {
+/// Pins the threads started from now on to CPU 0 (the server's worker) and returns a guard
+/// that moves the calling thread (the client) to CPU 1. Apart, the client cannot run on the
+/// worker's CPU in the middle of the worker's send, which would hand the worker its next
+/// request without a wait, whatever the interval. `two`: the machine has two CPUs or more
+/// (counted before any pinning: the count follows the calling thread's affinity).
+fn pin_apart(two: bool) -> Result<impl FnOnce() -> Result<(), String>, String> {
+    if two {
+        super::pin_to_cpu(0)?;
+    }
+    Ok(move || if two { super::pin_to_cpu(1) } else { Ok(()) })
+}
+
+fn run_one(
+    a: &BusyArgs,
+    imp: NetImpl,
+    interval: u32,
+    two_cpus: bool,
+) -> std::io::Result<(f64, LoadResult)> {
     let busy = Busy::new(a.busy_us);
+    let client_cpu = pin_apart(two_cpus).map_err(std::io::Error::other)?;
     match imp {
         NetImpl::Ito => {
             let rt = ito::Runtime::builder()
@@ -221,6 +253,7 @@ fn run_one(a: &BusyArgs, imp: NetImpl, interval: u32) -> std::io::Result<(f64, L
                     drop(ito::spawn(echo_ito(c)));
                 }
             }));
+            client_cpu().map_err(std::io::Error::other)?;
             busy.measure(&addr, a)
         }
         NetImpl::Tokio => {
@@ -244,6 +277,7 @@ fn run_one(a: &BusyArgs, imp: NetImpl, interval: u32) -> std::io::Result<(f64, L
                     tokio::spawn(echo_tokio(c));
                 }
             });
+            client_cpu().map_err(std::io::Error::other)?;
             let r = busy.measure(&addr, a);
             rt.shutdown_background();
             r

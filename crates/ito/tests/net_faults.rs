@@ -202,9 +202,10 @@ fn a_dropped_read_future_loses_no_bytes() {
 }
 
 /// With `SIGPIPE` at its default action (which kills the process), writing to a closed peer
-/// is an error on both stream kinds.
+/// is an error on both stream kinds, plain or vectored, async or synchronous.
 #[test]
 fn writing_to_a_closed_peer_is_an_error_not_a_signal() {
+    let two = || [std::io::IoSlice::new(b"a"), std::io::IoSlice::new(b"b")];
     in_child("writing_to_a_closed_peer_is_an_error_not_a_signal", || {
         // SAFETY: restores the default action of one signal; no handler runs.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
@@ -224,12 +225,19 @@ fn writing_to_a_closed_peer_is_an_error_not_a_signal() {
                 ),
                 "{err}"
             );
+            // A vectored write too (std's is `writev`, which raises the signal).
+            let err = c.write_vectored(&two()).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
             let (mut a, b) = UnixStream::pair().unwrap();
             drop(b);
             let err = a.write_all(b"x").await.unwrap_err();
             assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+            let err = a.write_vectored(&two()).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
             // And synchronously.
             let err = std::io::Write::write_all(&mut a, b"y").unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
+            let err = std::io::Write::write_vectored(&mut a, &two()).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::BrokenPipe, "{err}");
         });
     });

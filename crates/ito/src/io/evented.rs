@@ -1,11 +1,12 @@
-//! A source registered with a runtime's driver: the OS object, its readiness, and the loop that
-//! runs an operation until it does not block.
+//! A source registered with a runtime's driver: the OS object, its readiness, and an operation
+//! on it run async, synchronously, or once without waiting.
 //!
 //! Every socket of `net/` wraps one [`Evented`]. An operation is tried when the source was
 //! last seen ready; if it would block, the readiness it saw is cleared
-//! ([`ScheduledIo::clear_readiness`]) and the caller waits for the next event. An async caller
-//! waits through its task's waker; a synchronous one through `block_on_cancellable`, the same
-//! path as every blocking call of ito, which never blocks a worker in a system call.
+//! ([`ScheduledIo::clear_readiness`]) and the caller waits for the next event (the loop is
+//! [`ScheduledIo::poll_io`]). An async caller waits through its task's waker; a synchronous one
+//! through `block_on_cancellable`, the same path as every blocking call of ito, which never
+//! blocks a worker in a system call; a `try_` caller does not wait ([`ScheduledIo::try_io`]).
 
 use std::future::poll_fn;
 use std::io;
@@ -63,9 +64,10 @@ impl<S: Source> Evented<S> {
         self.source.as_ref().expect("present until dropped")
     }
 
-    /// Ready for `dir`, or registers `cx` to be woken when it may be.
-    pub(crate) fn poll_ready(&self, cx: &mut Context<'_>, dir: Direction) -> Poll<ReadyEvent> {
-        self.io.poll_ready(cx, dir)
+    /// Waits until the source is ready for `dir` (or closed, or in error). Cancel safe: it
+    /// consumes nothing; a dropped wait leaves a waker that the next event wakes once.
+    pub(crate) async fn ready(&self, dir: Direction) -> ReadyEvent {
+        poll_fn(|cx| self.io.poll_ready(cx, dir)).await
     }
 
     /// An operation that `ev` allowed would block: waits for the next event.
@@ -73,24 +75,27 @@ impl<S: Source> Evented<S> {
         self.io.clear_readiness(ev);
     }
 
-    /// Runs `op` once the source is ready for `dir`, until it does not block. `Pending`
-    /// registers `cx`; `op` has then consumed nothing (it would have blocked).
+    /// Runs `op` once if the source was last seen ready for `dir`, without waiting
+    /// ([`ScheduledIo::try_io`]): `WouldBlock` if it was not, or if `op` would block, and then
+    /// the next wait for `dir` waits for a new event.
+    pub(crate) fn try_io<R>(
+        &self,
+        dir: Direction,
+        op: impl FnOnce(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.io.try_io(dir, || op(self.source()))
+    }
+
+    /// Runs `op` once the source is ready for `dir`, until it does not block
+    /// ([`ScheduledIo::poll_io`]). `Pending` registers `cx`; `op` has then consumed nothing (it
+    /// would have blocked).
     pub(crate) fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
         dir: Direction,
         mut op: impl FnMut(&S) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        loop {
-            let ev = match self.io.poll_ready(cx, dir) {
-                Poll::Ready(ev) => ev,
-                Poll::Pending => return Poll::Pending,
-            };
-            match op(self.source()) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear_readiness(ev),
-                r => return Poll::Ready(r),
-            }
-        }
+        self.io.poll_io(cx, dir, || op(self.source()))
     }
 
     /// [`Evented::poll_io`] as an `async` call.
@@ -110,11 +115,9 @@ impl<S: Source> Evented<S> {
         mut op: impl FnMut(&S) -> io::Result<R>,
     ) -> io::Result<R> {
         // Ready already (the common case when data is flowing): no waiting machinery.
-        if let Some(ev) = self.io.ready_now(dir) {
-            match op(self.source()) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear_readiness(ev),
-                r => return r,
-            }
+        match self.try_io(dir, &mut op) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            r => return r,
         }
         crate::runtime::block_on_cancellable(self.io(dir, op)).unwrap_or_else(|_| Err(cancelled()))
     }

@@ -4,10 +4,10 @@
 //! | file | concept |
 //! |---|---|
 //! | `ready.rs` | readiness bits, and the direction (read or write) a task waits on |
-//! | `scheduled.rs` | one source's readiness word and waiting tasks: the state machine |
+//! | `scheduled.rs` | one source's readiness word and waiting tasks: the state machine, and the loop that runs an operation until it does not block |
 //! | `registry.rs` | the driver's table of sources, by token with a generation |
 //! | `driver.rs` | the OS poller (`mio::Poll`), its waker, and the runtime's lazily started slot |
-//! | `evented.rs` | a registered source and the loop that runs an operation until it does not block |
+//! | `evented.rs` | a registered source: an operation on it async, synchronous, or without waiting |
 //!
 //! Where the driver is polled: `runtime/park/parker.rs` (an idle thread blocks in it) and
 //! `runtime/worker.rs` (a running worker polls it without blocking every `IO_INTERVAL`

@@ -11,7 +11,12 @@
 //! wakers. So either the driver's lock comes after the task's, and it finds the waker, or it
 //! came before, and the task's second look (after its own lock) sees the bits. No readiness
 //! event is lost between a task's look and its registration (`docs/io.md`).
+//!
+//! [`ScheduledIo::poll_io`] and [`ScheduledIo::try_io`] run an operation on the source by
+//! these rules (the loom models run them as they ship); `io/evented.rs` gives them the OS
+//! object.
 
+use std::io;
 use std::task::{Context, Poll, Waker};
 
 use super::ready::{Direction, Ready};
@@ -140,6 +145,49 @@ impl ScheduledIo {
             ) {
                 Ok(_) => return,
                 Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Runs `op`, which `ev` allowed; if it would block, clears what `ev` saw.
+    fn run<R>(&self, ev: ReadyEvent, op: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        let r = op();
+        if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.clear_readiness(ev);
+        }
+        r
+    }
+
+    /// Runs `op` once if the source was last seen ready for `dir`, without waiting.
+    /// `WouldBlock` if it was not seen ready, or if `op` would block; in the second case the
+    /// readiness it saw is cleared, so the next wait for `dir` waits for a new event.
+    pub(crate) fn try_io<R>(
+        &self,
+        dir: Direction,
+        op: impl FnOnce() -> io::Result<R>,
+    ) -> io::Result<R> {
+        match self.ready_now(dir) {
+            Some(ev) => self.run(ev, op),
+            None => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    /// Runs `op` once the source is ready for `dir`, until it does not block. `Pending`
+    /// registers `cx`; `op` has then consumed nothing (it would have blocked).
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        mut op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let ev = match self.poll_ready(cx, dir) {
+                Poll::Ready(ev) => ev,
+                Poll::Pending => return Poll::Pending,
+            };
+            match self.run(ev, &mut op) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return Poll::Ready(r),
             }
         }
     }

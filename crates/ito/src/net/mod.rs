@@ -6,7 +6,10 @@
 //! `futures_io::AsyncRead`/`AsyncWrite` (use `futures-util`'s `read_exact`, `write_all`,
 //! `copy`, `BufReader`), tokio's traits under the `tokio-io` feature, and `std::io::Read`/
 //! `Write` for synchronous code (a [`spawn_fn`](crate::spawn_fn) task, a synchronous process
-//! body, a plain thread), which waits without pinning a worker in a system call.
+//! body, a plain thread), which waits without pinning a worker in a system call. Vectored
+//! reads and writes make one system call for all their slices. As in tokio, `readable()` and
+//! `writable()` wait for readiness, and `try_read`/`try_write` (`try_send`/`try_recv` on UDP)
+//! move data without waiting.
 //!
 //! Each async method says whether it is cancel safe: whether a future dropped before it
 //! completes may have consumed or sent data the caller never sees.

@@ -124,6 +124,43 @@ impl OwnedReadHalf {
         self.inner.peek(buf).await
     }
 
+    /// [`TcpStream::readable`] on the stream: waits until it is readable. Cancel safe.
+    ///
+    /// ```
+    /// use futures::AsyncWriteExt;
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (r, _w) = l.accept().await?.0.into_split();
+    /// c.write_all(b"ok").await?;
+    /// r.readable().await?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.inner.readable().await
+    }
+
+    /// [`TcpStream::try_read`] on the stream: reads without waiting, or `WouldBlock`.
+    ///
+    /// ```
+    /// use futures::AsyncWriteExt;
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (r, _w) = l.accept().await?.0.into_split();
+    /// let mut buf = [0; 4];
+    /// assert_eq!(r.try_read(&mut buf).unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+    /// c.write_all(b"ok").await?;
+    /// r.readable().await?;
+    /// assert_eq!(r.try_read(&mut buf)?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.try_read(buf)
+    }
+
     /// The address of the peer.
     ///
     /// ```
@@ -174,6 +211,35 @@ impl OwnedWriteHalf {
     /// ```
     pub fn reunite(self, r: OwnedReadHalf) -> Result<TcpStream, ReuniteError> {
         r.reunite(self)
+    }
+
+    /// [`TcpStream::writable`] on the stream: waits until it is writable. Cancel safe.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let (_r, w) = ito::net::TcpStream::connect(l.local_addr()?).await?.into_split();
+    /// w.writable().await?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.inner.writable().await
+    }
+
+    /// [`TcpStream::try_write`] on the stream: writes without waiting, or `WouldBlock`.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let (_r, w) = ito::net::TcpStream::connect(l.local_addr()?).await?.into_split();
+    /// w.writable().await?;
+    /// assert_eq!(w.try_write(b"ok")?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.try_write(buf)
     }
 
     /// The address of the peer.

@@ -3,11 +3,12 @@
 //!
 //! The traits, per stream type `T` (and `&T` where both directions may be shared):
 //! `futures_io::AsyncRead`/`AsyncWrite`, `std::io::Read`/`Write`, and with the `tokio-io`
-//! feature `tokio::io::AsyncRead`/`AsyncWrite`. An async read or write is cancel safe: a
+//! feature `tokio::io::AsyncRead`/`AsyncWrite`, vectored reads and writes included (one
+//! `readv` or `sendmsg` for every slice). An async read or write is cancel safe: a
 //! `Pending` poll has consumed nothing. A synchronous one waits for readiness through
 //! `block_on_cancellable`, never in a blocking system call.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
@@ -22,6 +23,8 @@ where
 {
     /// Writes `buf`; a closed peer is an `EPIPE` error, never a signal.
     fn write_nosignal(&self, buf: &[u8]) -> io::Result<usize>;
+    /// Writes `bufs` in one call, in order; a closed peer is an `EPIPE` error, never a signal.
+    fn write_vectored_nosignal(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
     /// Shuts down one or both directions.
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
 }
@@ -32,6 +35,10 @@ impl StreamSocket for mio::net::TcpStream {
         let mut s = self;
         s.write(buf)
     }
+    fn write_vectored_nosignal(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        // std's vectored TCP write is `writev`, which takes no `MSG_NOSIGNAL`.
+        sendmsg_nosignal(self, bufs)
+    }
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         mio::net::TcpStream::shutdown(self, how)
     }
@@ -39,28 +46,34 @@ impl StreamSocket for mio::net::TcpStream {
 
 impl StreamSocket for mio::net::UnixStream {
     fn write_nosignal(&self, buf: &[u8]) -> io::Result<usize> {
-        send_nosignal(self, buf)
+        // std writes a Unix-domain stream with `write`, which raises `SIGPIPE` on a closed peer
+        // in a process that has not ignored it.
+        sendmsg_nosignal(self, &[IoSlice::new(buf)])
+    }
+    fn write_vectored_nosignal(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        sendmsg_nosignal(self, bufs)
     }
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         mio::net::UnixStream::shutdown(self, how)
     }
 }
 
-/// `send(MSG_NOSIGNAL)`: std writes a Unix-domain stream with `write`, which raises `SIGPIPE`
-/// on a closed peer in a process that has not ignored it.
+/// `sendmsg(MSG_NOSIGNAL)` of `bufs`, in order: a closed peer is an `EPIPE` error, never a
+/// signal. One call takes at most `IOV_MAX` slices, as std's `writev` does; the caller writes
+/// the rest in its next call.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn send_nosignal(s: &mio::net::UnixStream, buf: &[u8]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the whole call, and the
-    // descriptor is open for as long as `s` is borrowed.
-    let n = unsafe {
-        libc::send(
-            s.as_raw_fd(),
-            buf.as_ptr().cast(),
-            buf.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
+fn sendmsg_nosignal(s: &impl std::os::fd::AsRawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    /// Linux's `IOV_MAX`.
+    const IOV_MAX: usize = 1024;
+    let bufs = &bufs[..bufs.len().min(IOV_MAX)];
+    // SAFETY: an all-zero `msghdr` is a valid one: no address, no control data, no slices.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` is ABI-compatible with `iovec` on Unix; the kernel only reads through it.
+    msg.msg_iov = bufs.as_ptr().cast_mut().cast();
+    msg.msg_iovlen = bufs.len() as _;
+    // SAFETY: `msg` points at `bufs.len()` slices, each valid for reads of its length for the
+    // whole call, and the descriptor is open for as long as `s` is borrowed.
+    let n = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -69,9 +82,12 @@ fn send_nosignal(s: &mio::net::UnixStream, buf: &[u8]) -> io::Result<usize> {
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn send_nosignal(s: &mio::net::UnixStream, buf: &[u8]) -> io::Result<usize> {
+fn sendmsg_nosignal<S>(s: &S, bufs: &[IoSlice<'_>]) -> io::Result<usize>
+where
+    for<'a> &'a S: Write,
+{
     let mut s = s;
-    s.write(buf)
+    s.write_vectored(bufs)
 }
 
 /// Reads into `buf` once the socket is readable.
@@ -83,10 +99,19 @@ pub(crate) fn poll_read<S: StreamSocket>(
 where
     for<'a> &'a S: Read + Write,
 {
-    io.poll_io(cx, Direction::Read, |s| {
-        let mut s = s;
-        s.read(buf)
-    })
+    io.poll_io(cx, Direction::Read, |mut s| s.read(buf))
+}
+
+/// Reads into `bufs`, in order, with one call once the socket is readable.
+pub(crate) fn poll_read_vectored<S: StreamSocket>(
+    io: &Evented<S>,
+    cx: &mut Context<'_>,
+    bufs: &mut [IoSliceMut<'_>],
+) -> Poll<io::Result<usize>>
+where
+    for<'a> &'a S: Read + Write,
+{
+    io.poll_io(cx, Direction::Read, |mut s| s.read_vectored(bufs))
 }
 
 /// Writes from `buf` once the socket is writable.
@@ -101,15 +126,36 @@ where
     io.poll_io(cx, Direction::Write, |s| s.write_nosignal(buf))
 }
 
+/// Writes from `bufs`, in order, with one call once the socket is writable.
+pub(crate) fn poll_write_vectored<S: StreamSocket>(
+    io: &Evented<S>,
+    cx: &mut Context<'_>,
+    bufs: &[IoSlice<'_>],
+) -> Poll<io::Result<usize>>
+where
+    for<'a> &'a S: Read + Write,
+{
+    io.poll_io(cx, Direction::Write, |s| s.write_vectored_nosignal(bufs))
+}
+
 /// Reads into `buf`, waiting for readiness the way ito's blocking calls wait.
 pub(crate) fn read_blocking<S: StreamSocket>(io: &Evented<S>, buf: &mut [u8]) -> io::Result<usize>
 where
     for<'a> &'a S: Read + Write,
 {
-    io.blocking_io(Direction::Read, |s| {
-        let mut s = s;
-        s.read(buf)
-    })
+    io.blocking_io(Direction::Read, |mut s| s.read(buf))
+}
+
+/// Reads into `bufs`, in order, with one call, waiting for readiness the way ito's blocking
+/// calls wait.
+pub(crate) fn read_vectored_blocking<S: StreamSocket>(
+    io: &Evented<S>,
+    bufs: &mut [IoSliceMut<'_>],
+) -> io::Result<usize>
+where
+    for<'a> &'a S: Read + Write,
+{
+    io.blocking_io(Direction::Read, |mut s| s.read_vectored(bufs))
 }
 
 /// Writes from `buf`, waiting for readiness the way ito's blocking calls wait.
@@ -118,6 +164,36 @@ where
     for<'a> &'a S: Read + Write,
 {
     io.blocking_io(Direction::Write, |s| s.write_nosignal(buf))
+}
+
+/// Writes from `bufs`, in order, with one call, waiting for readiness the way ito's blocking
+/// calls wait.
+pub(crate) fn write_vectored_blocking<S: StreamSocket>(
+    io: &Evented<S>,
+    bufs: &[IoSlice<'_>],
+) -> io::Result<usize>
+where
+    for<'a> &'a S: Read + Write,
+{
+    io.blocking_io(Direction::Write, |s| s.write_vectored_nosignal(bufs))
+}
+
+/// Reads into `buf` if the socket was last seen readable, without waiting (see
+/// [`Evented::try_io`]).
+pub(crate) fn try_read<S: StreamSocket>(io: &Evented<S>, buf: &mut [u8]) -> io::Result<usize>
+where
+    for<'a> &'a S: Read + Write,
+{
+    io.try_io(Direction::Read, |mut s| s.read(buf))
+}
+
+/// Writes from `buf` if the socket was last seen writable, without waiting (see
+/// [`Evented::try_io`]).
+pub(crate) fn try_write<S: StreamSocket>(io: &Evented<S>, buf: &[u8]) -> io::Result<usize>
+where
+    for<'a> &'a S: Read + Write,
+{
+    io.try_io(Direction::Write, |s| s.write_nosignal(buf))
 }
 
 /// Gives a stream type, whose `Evented` socket `$io` reaches from `$s: &Type`, its I/O
@@ -153,6 +229,16 @@ macro_rules! stream_traits {
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 ::futures_io::AsyncWrite::poll_write(self, cx, buf)
             }
+            fn poll_write_vectored(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                bufs: &[::std::io::IoSlice<'_>],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                ::futures_io::AsyncWrite::poll_write_vectored(self, cx, bufs)
+            }
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
             fn poll_flush(
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
@@ -177,11 +263,26 @@ macro_rules! stream_traits {
                 let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
                 $crate::net::stream::poll_read($io, cx, buf)
             }
+            fn poll_read_vectored(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                bufs: &mut [::std::io::IoSliceMut<'_>],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
+                $crate::net::stream::poll_read_vectored($io, cx, bufs)
+            }
         }
         impl ::std::io::Read for $self {
             fn read(&mut self, buf: &mut [u8]) -> ::std::io::Result<usize> {
                 let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
                 $crate::net::stream::read_blocking($io, buf)
+            }
+            fn read_vectored(
+                &mut self,
+                bufs: &mut [::std::io::IoSliceMut<'_>],
+            ) -> ::std::io::Result<usize> {
+                let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
+                $crate::net::stream::read_vectored_blocking($io, bufs)
             }
         }
     };
@@ -194,6 +295,14 @@ macro_rules! stream_traits {
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
                 $crate::net::stream::poll_write($io, cx, buf)
+            }
+            fn poll_write_vectored(
+                self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                bufs: &[::std::io::IoSlice<'_>],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
+                $crate::net::stream::poll_write_vectored($io, cx, bufs)
             }
             fn poll_flush(
                 self: ::std::pin::Pin<&mut Self>,
@@ -213,6 +322,10 @@ macro_rules! stream_traits {
             fn write(&mut self, buf: &[u8]) -> ::std::io::Result<usize> {
                 let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
                 $crate::net::stream::write_blocking($io, buf)
+            }
+            fn write_vectored(&mut self, bufs: &[::std::io::IoSlice<'_>]) -> ::std::io::Result<usize> {
+                let $s: &$t = ::std::borrow::Borrow::borrow(&*self);
+                $crate::net::stream::write_vectored_blocking($io, bufs)
             }
             fn flush(&mut self) -> ::std::io::Result<()> {
                 Ok(())
@@ -238,7 +351,7 @@ pub(crate) async fn finish_connect<S: Source>(
     connected: impl Fn(&S) -> io::Result<()>,
 ) -> io::Result<()> {
     loop {
-        let ev = std::future::poll_fn(|cx| io.poll_ready(cx, Direction::Write)).await;
+        let ev = io.ready(Direction::Write).await;
         if let Some(e) = take_error(io.source())? {
             return Err(e);
         }

@@ -16,7 +16,10 @@ use crate::io::{Direction, Evented};
 /// under the `tokio-io` feature, or synchronously with `std::io::Read` and `Write`, from a
 /// synchronous task, a process or a plain thread: a synchronous read waits the way
 /// [`Future::wait`](crate::Future::wait) does, never in a blocking system call on a worker.
-/// `&TcpStream` implements them all too, so one task may read while another writes.
+/// `&TcpStream` implements them all too, so one task may read while another writes. Vectored
+/// reads and writes make one system call for all their slices. As in tokio,
+/// [`TcpStream::readable`] and [`TcpStream::writable`] wait for readiness, and
+/// [`TcpStream::try_read`] and [`TcpStream::try_write`] move bytes without waiting.
 ///
 /// Cancel safety of the async traits: a `poll_read` or `poll_write` that returns `Pending`
 /// has consumed nothing, so `futures-util`'s `read` and `write` are cancel safe; its
@@ -121,6 +124,113 @@ impl TcpStream {
     /// ```
     pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io.io(Direction::Read, |s| s.peek(buf)).await
+    }
+
+    /// Waits until the stream is readable: data has arrived, the peer has closed, or the
+    /// connection is in error. Pair it with [`TcpStream::try_read`]. It may return when a read
+    /// would still block (another reader took the data first); `try_read` then returns
+    /// `WouldBlock` and clears the readiness, so the next `readable` waits for new data. It
+    /// never fails; it returns `io::Result`, as tokio's does, so `readable().await?` ports
+    /// unchanged.
+    ///
+    /// Cancel safety: cancel safe (it consumes nothing).
+    ///
+    /// ```
+    /// use futures::AsyncWriteExt;
+    /// use std::io::ErrorKind;
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (s, _) = l.accept().await?;
+    /// c.write_all(b"hi").await?;
+    /// let mut buf = [0; 8];
+    /// let n = loop {
+    ///     s.readable().await?;
+    ///     match s.try_read(&mut buf) {
+    ///         Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+    ///         r => break r?,
+    ///     }
+    /// };
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.io.ready(Direction::Read).await;
+        Ok(())
+    }
+
+    /// Reads what has arrived into `buf` without waiting: `Ok(0)` at end of file,
+    /// [`io::ErrorKind::WouldBlock`] if nothing has. After `WouldBlock` the readiness it saw is
+    /// cleared, so [`TcpStream::readable`] waits until more data arrives.
+    ///
+    /// ```
+    /// use futures::AsyncWriteExt;
+    /// use std::io::ErrorKind;
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (s, _) = l.accept().await?;
+    /// let mut buf = [0; 8];
+    /// assert_eq!(s.try_read(&mut buf).unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// c.write_all(b"x").await?;
+    /// s.readable().await?;
+    /// assert_eq!(s.try_read(&mut buf)?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        stream::try_read(&self.io, buf)
+    }
+
+    /// Waits until the stream is writable: there is room in the send buffer, or the
+    /// connection is closed or in error. Pair it with [`TcpStream::try_write`]; as with
+    /// [`TcpStream::readable`], a write may still block, and `try_write` then clears the
+    /// readiness. It never fails; it returns `io::Result`, as tokio's does.
+    ///
+    /// Cancel safety: cancel safe (it sends nothing).
+    ///
+    /// ```
+    /// use futures::AsyncReadExt;
+    /// use std::io::ErrorKind;
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (mut s, _) = l.accept().await?;
+    /// let n = loop {
+    ///     c.writable().await?;
+    ///     match c.try_write(b"hello") {
+    ///         Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+    ///         r => break r?,
+    ///     }
+    /// };
+    /// let mut buf = vec![0; n];
+    /// s.read_exact(&mut buf).await?;
+    /// assert_eq!(buf, &b"hello"[..n]);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.ready(Direction::Write).await;
+        Ok(())
+    }
+
+    /// Writes from `buf` without waiting; returns the bytes written, or
+    /// [`io::ErrorKind::WouldBlock`] if the send buffer is full. After `WouldBlock` the
+    /// readiness it saw is cleared, so [`TcpStream::writable`] waits until the peer has read
+    /// enough to make room.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let l = ito::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let c = ito::net::TcpStream::connect(l.local_addr()?).await?;
+    /// c.writable().await?;
+    /// assert_eq!(c.try_write(b"abc")?, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        stream::try_write(&self.io, buf)
     }
 
     /// Shuts down the reading half, the writing half, or both. After `Shutdown::Write` the

@@ -163,6 +163,122 @@ impl UdpSocket {
         self.io.io(Direction::Read, |s| s.recv(buf)).await
     }
 
+    /// Waits until a datagram has arrived (or the socket is in error). Pair it with
+    /// [`UdpSocket::try_recv`] or [`UdpSocket::try_recv_from`]. It may return when a receive
+    /// would still block (another task took the datagram first); the `try_` call then returns
+    /// `WouldBlock` and clears the readiness, so the next `readable` waits for a new datagram.
+    /// It never fails; it returns `io::Result`, as tokio's does.
+    ///
+    /// Cancel safety: cancel safe (it consumes nothing).
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let a = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.send_to(b"hi", b.local_addr()?).await?;
+    /// b.readable().await?;
+    /// let mut buf = [0; 4];
+    /// assert_eq!(b.try_recv_from(&mut buf)?, (2, a.local_addr()?));
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.io.ready(Direction::Read).await;
+        Ok(())
+    }
+
+    /// Waits until a datagram can be sent (or the socket is in error). Pair it with
+    /// [`UdpSocket::try_send`] or [`UdpSocket::try_send_to`]; as with
+    /// [`UdpSocket::readable`], the `try_` call may still return `WouldBlock`. It never fails;
+    /// it returns `io::Result`, as tokio's does.
+    ///
+    /// Cancel safety: cancel safe (it sends nothing).
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let a = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.writable().await?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.ready(Direction::Write).await;
+        Ok(())
+    }
+
+    /// Sends `buf` as one datagram to the connected peer ([`UdpSocket::connect`]) without
+    /// waiting; [`io::ErrorKind::WouldBlock`] if the socket's buffer is full, and the next
+    /// [`UdpSocket::writable`] then waits for room.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let a = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.connect(b.local_addr()?).await?;
+    /// a.writable().await?;
+    /// assert_eq!(a.try_send(b"abc")?, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.try_io(Direction::Write, |s| s.send(buf))
+    }
+
+    /// Receives one datagram from the connected peer into `buf` without waiting; returns its
+    /// length (cut short to `buf`), or [`io::ErrorKind::WouldBlock`] if none has arrived, and
+    /// the next [`UdpSocket::readable`] then waits for one.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let a = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// b.connect(a.local_addr()?).await?;
+    /// let mut buf = [0; 4];
+    /// assert_eq!(b.try_recv(&mut buf).unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+    /// a.send_to(b"yz", b.local_addr()?).await?;
+    /// b.readable().await?;
+    /// assert_eq!(b.try_recv(&mut buf)?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.try_io(Direction::Read, |s| s.recv(buf))
+    }
+
+    /// Sends `buf` as one datagram to `target` without waiting, as [`UdpSocket::try_send`]
+    /// does. `target` is an address, not a name: a name would need a lookup, which waits.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let a = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.writable().await?;
+    /// assert_eq!(a.try_send_to(b"abc", b.local_addr()?)?, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        self.io.try_io(Direction::Write, |s| s.send_to(buf, target))
+    }
+
+    /// Receives one datagram into `buf` without waiting, as [`UdpSocket::try_recv`] does;
+    /// returns its length and its sender.
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let a = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = ito::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.send_to(b"yz", b.local_addr()?).await?;
+    /// b.readable().await?;
+    /// let mut buf = [0; 4];
+    /// assert_eq!(b.try_recv_from(&mut buf)?, (2, a.local_addr()?));
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.io.try_io(Direction::Read, |s| s.recv_from(buf))
+    }
+
     /// The address this socket is bound to.
     ///
     /// ```

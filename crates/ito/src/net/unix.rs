@@ -6,7 +6,7 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 
 use super::stream::{self, stream_traits};
-use crate::io::Evented;
+use crate::io::{Direction, Evented};
 
 /// A Unix-domain socket listening for connections.
 ///
@@ -168,6 +168,85 @@ impl UnixStream {
                 io: Evented::new(b)?,
             },
         ))
+    }
+
+    /// Waits until the stream is readable, as [`TcpStream::readable`](super::TcpStream::readable)
+    /// does; pair it with [`UnixStream::try_read`].
+    ///
+    /// Cancel safety: cancel safe (it consumes nothing).
+    ///
+    /// ```
+    /// use futures::AsyncWriteExt;
+    /// # ito::block_on(async {
+    /// let (mut a, b) = ito::net::UnixStream::pair()?;
+    /// a.write_all(b"hi").await?;
+    /// b.readable().await?;
+    /// let mut buf = [0; 4];
+    /// assert_eq!(b.try_read(&mut buf)?, 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.io.ready(Direction::Read).await;
+        Ok(())
+    }
+
+    /// Reads what has arrived into `buf` without waiting, as
+    /// [`TcpStream::try_read`](super::TcpStream::try_read) does: `WouldBlock` if nothing has,
+    /// and the next [`UnixStream::readable`] then waits for more.
+    ///
+    /// ```
+    /// use futures::AsyncWriteExt;
+    /// # ito::block_on(async {
+    /// let (mut a, b) = ito::net::UnixStream::pair()?;
+    /// let mut buf = [0; 4];
+    /// assert_eq!(b.try_read(&mut buf).unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+    /// a.write_all(b"x").await?;
+    /// b.readable().await?;
+    /// assert_eq!(b.try_read(&mut buf)?, 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        stream::try_read(&self.io, buf)
+    }
+
+    /// Waits until the stream is writable, as
+    /// [`TcpStream::writable`](super::TcpStream::writable) does; pair it with
+    /// [`UnixStream::try_write`].
+    ///
+    /// Cancel safety: cancel safe (it sends nothing).
+    ///
+    /// ```
+    /// # ito::block_on(async {
+    /// let (a, _b) = ito::net::UnixStream::pair()?;
+    /// a.writable().await?;
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.ready(Direction::Write).await;
+        Ok(())
+    }
+
+    /// Writes from `buf` without waiting, as
+    /// [`TcpStream::try_write`](super::TcpStream::try_write) does: `WouldBlock` if the buffer
+    /// is full, and the next [`UnixStream::writable`] then waits for the peer to read.
+    ///
+    /// ```
+    /// use futures::AsyncReadExt;
+    /// # ito::block_on(async {
+    /// let (a, mut b) = ito::net::UnixStream::pair()?;
+    /// a.writable().await?;
+    /// assert_eq!(a.try_write(b"abc")?, 3);
+    /// let mut buf = [0; 3];
+    /// b.read_exact(&mut buf).await?;
+    /// assert_eq!(&buf, b"abc");
+    /// # Ok::<(), std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        stream::try_write(&self.io, buf)
     }
 
     /// Shuts down the reading half, the writing half, or both.

@@ -5,7 +5,6 @@
 
 use std::future::poll_fn;
 use std::sync::Arc;
-use std::task::Poll;
 
 use loom::sync::{Condvar, Mutex};
 use loom::thread;
@@ -66,39 +65,64 @@ fn loom_io_reader_and_writer_wait_apart() {
     });
 }
 
+/// A socket of one counter for the models below: a read takes the counter, and would block
+/// at zero (under a lock: loom lets a swap of an atomic read a value older than one this
+/// thread has seen through a lock, which no C++ execution allows).
+fn counter_read(socket: &Mutex<usize>) -> std::io::Result<usize> {
+    match std::mem::take(&mut *socket.lock().unwrap()) {
+        0 => Err(std::io::ErrorKind::WouldBlock.into()),
+        n => Ok(n),
+    }
+}
+
+/// A registered source whose readiness is stale (an event whose data a read already took),
+/// and its socket at zero; `reader` reads it in a thread of its own. Then new data and its
+/// event arrive: the reader must return it, never wait for ever.
+fn stale_readiness_then_new_data(
+    reader: impl FnOnce(&ScheduledIo, &Mutex<usize>) -> usize + Send + 'static,
+) {
+    let registry = Arc::new(Registry::default());
+    let io = Arc::new(ScheduledIo::default());
+    let token = registry.insert(io.clone()).unwrap();
+    driver_event(&registry, token, 1, Ready::READABLE);
+    let socket = Arc::new(Mutex::new(0));
+    let s = socket.clone();
+    let reader = thread::spawn(move || reader(&io, &s));
+    *socket.lock().unwrap() = 1;
+    driver_event(&registry, token, 2, Ready::READABLE);
+    assert_eq!(reader.join().unwrap(), 1);
+}
+
 /// An operation that would block clears the readiness it saw while new data and its event
 /// arrive: the event is kept (its tick differs), or it comes after the clear and wakes the
-/// task. The task runs the loop `Evented::poll_io` runs, against a socket of one counter
-/// (under a lock: loom lets a swap of an atomic read a value older than one this thread has
-/// seen through a lock, which no C++ execution allows).
+/// task. The task runs `ScheduledIo::poll_io`, the loop of every async read.
 #[test]
 fn loom_io_clear_after_would_block_racing_a_new_event() {
     loom::model(|| {
-        let registry = Arc::new(Registry::default());
-        let io = Arc::new(ScheduledIo::default());
-        let token = registry.insert(io.clone()).unwrap();
-        // An event whose data a read already took: the readiness is stale.
-        driver_event(&registry, token, 1, Ready::READABLE);
-        let socket = Arc::new(Mutex::new(0));
-        let s = socket.clone();
-        let reader = thread::spawn(move || {
+        stale_readiness_then_new_data(|io, s| {
             block_on(poll_fn(|cx| {
-                loop {
-                    let ev = match io.poll_ready(cx, Direction::Read) {
-                        Poll::Ready(ev) => ev,
-                        Poll::Pending => return Poll::Pending,
-                    };
-                    let taken = std::mem::take(&mut *s.lock().unwrap());
-                    match taken {
-                        0 => io.clear_readiness(ev), // would block
-                        n => return Poll::Ready(n),
-                    }
-                }
+                io.poll_io(cx, Direction::Read, || counter_read(s))
             }))
+            .unwrap()
         });
-        *socket.lock().unwrap() = 1;
-        driver_event(&registry, token, 2, Ready::READABLE);
-        assert_eq!(reader.join().unwrap(), 1);
+    });
+}
+
+/// The same race for a task that waits with `readable` and reads with `try_read`
+/// (`ScheduledIo::poll_ready`, then `ScheduledIo::try_io`): a `WouldBlock` clears only the
+/// stale readiness, so the wait after it sees the new event.
+#[test]
+fn loom_io_try_io_would_block_racing_a_new_event() {
+    loom::model(|| {
+        stale_readiness_then_new_data(|io, s| {
+            loop {
+                wait_ready(io, Direction::Read);
+                match io.try_io(Direction::Read, || counter_read(s)) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    r => return r.unwrap(),
+                }
+            }
+        });
     });
 }
 

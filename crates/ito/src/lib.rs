@@ -271,7 +271,7 @@
 //! | STM: variables, the transaction log, commit, `retry` sleepers | `stm/` |
 //! | small values freed on another thread (STM values, mailbox nodes) | `magazine.rs` |
 //! | timers | `time/` |
-//! | the I/O driver: readiness of one source (the state machine), the table of sources, `mio::Poll` and its waker | `io/` (`scheduled.rs`, `registry.rs`, `driver.rs`); an idle thread polls it in `runtime/park/parker.rs`, a running worker every 61 tasks in `runtime/worker.rs` |
+//! | the I/O driver: readiness of one source (the state machine), the table of sources, `mio::Poll` and its waker | `io/` (`scheduled.rs`, `registry.rs`, `driver.rs`); an idle thread polls it in `runtime/park/parker.rs`, a running worker every `Builder::event_interval` tasks in `runtime/worker.rs` |
 //! | sockets: TCP, UDP, Unix; async, `futures-io` and `std::io` on one registration | `net/` |
 //! | stackful coroutines: pooled guarded stacks, suspend and resume, overflow reports | `coro/` |
 //! | loom's or std's atomics, for every state machine | `loom.rs`; models in `tests/` |

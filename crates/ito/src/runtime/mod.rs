@@ -8,6 +8,7 @@
 //! | `builder.rs` | [`Builder`]: configuration, and building a [`Shared`] | everything, once |
 //! | `handle.rs` | [`Runtime`] (the owning handle) and the global runtime | nothing |
 //! | `inject.rs` | putting tasks on queues: spawns, wake-ups, batches from outside | `injector` |
+//! | `named.rs` | [`named`]: spawning a task with a name that traces show | nothing shared |
 //! | `worker.rs` | a worker's slot and context, and its loop | its own slot |
 //! | `steal.rs` | a worker looking for work elsewhere: the injector, other shelves and deques | its own deque (batches) |
 //! | `loops.rs` | worker loops on task stacks: suspending a blocked task, resuming it at home | its own slot's resume queue (others push) |

@@ -517,56 +517,6 @@ fn a_long_spin_window_does_not_delay_shutdown() {
     );
 }
 
-/// Two processes passing a message back and forth on one worker wake each other into its LIFO
-/// slot for ever; a task queued on the same worker's deque before they started still gets its
-/// turn (every few LIFO runs, the deque's newest task runs), and stops them.
-#[test]
-fn a_ping_pong_pair_does_not_starve_the_deque() {
-    use ito::process::{self, Mailbox, Pid};
-    use std::sync::atomic::AtomicBool;
-    let rt = Runtime::builder().workers(1).build().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let bounces = Arc::new(AtomicUsize::new(0));
-    let stopped = Promise::<usize>::new();
-    let done = stopped.future();
-    let bouncer =
-        |stop: Arc<AtomicBool>, bounces: Arc<AtomicUsize>, peer: ito::Future<Pid<u64>>| {
-            move |mut mb: Mailbox<u64>| async move {
-                let peer = peer.await.expect("the peer is spawned");
-                loop {
-                    let v = mb.recv().await;
-                    if stop.load(SeqCst) || peer.send(v + 1).is_err() {
-                        break;
-                    }
-                    bounces.fetch_add(1, SeqCst);
-                }
-            }
-        };
-    let (s, b) = (stop.clone(), bounces.clone());
-    let mut driver = rt.spawn(async move {
-        // Queued first, so it sits below the pair in this worker's deque.
-        let (s1, b1) = (s.clone(), b.clone());
-        drop(ito::spawn_fn(move || {
-            s1.store(true, SeqCst);
-            let _ = stopped.success(b1.load(SeqCst));
-        }));
-        let (pa, pb) = (Promise::<Pid<u64>>::new(), Promise::<Pid<u64>>::new());
-        let a = process::spawn(bouncer(s.clone(), b.clone(), pb.future()));
-        let b = process::spawn(bouncer(s, b, pa.future()));
-        let _ = pa.success(a.clone());
-        let _ = pb.success(b);
-        a.send(0).unwrap();
-    });
-    assert_eq!(driver.wait_timeout(Duration::from_secs(10)), Some(Ok(())));
-    let seen = done.wait_timeout(Duration::from_secs(10));
-    assert!(
-        matches!(seen, Some(Ok(_))),
-        "the queued task never ran: {} bounces",
-        bounces.load(SeqCst)
-    );
-    assert!(stop.load(SeqCst));
-}
-
 /// `shutdown_timeout` returns once its bound has passed, while a task still blocks outside ito,
 /// and says that a thread had not finished; the blocked task then finishes on its own.
 #[test]

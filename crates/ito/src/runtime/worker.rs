@@ -5,9 +5,10 @@
 //! a LIFO deque whose stealing end is in the slot, and counters that only the owner writes.
 //! The loop:
 //!
-//! 1. every [`INJECTOR_INTERVAL`] tasks, look at the injector first (fairness for tasks
-//!    spawned from outside), and every `Builder::event_interval` tasks at the I/O driver,
-//!    without blocking;
+//! 1. every [`INJECTOR_INTERVAL`] tasks, take the injector's oldest task first (fairness for
+//!    tasks spawned from outside), or else the oldest of its own deque (fairness for tasks
+//!    queued below a stream of new ones); and every `Builder::event_interval` tasks, look at
+//!    the I/O driver without blocking;
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
 //!    row (then the deque's newest task gets a turn), then its own deque (newest first),
 //!    then the injector;
@@ -388,6 +389,14 @@ impl WorkerCtx {
         }
         if tick % INJECTOR_INTERVAL == 0 {
             if let Some(t) = super::steal::steal_retrying(&self.shared.injector) {
+                return Some(t);
+            }
+            // The oldest task of this worker's own deque gets the same turn. The deque runs
+            // newest first, so a worker whose tasks keep spawning successors would otherwise
+            // never come back to a task queued below them (a woken task moved out of the LIFO
+            // slot, say): with this turn, a task waits at most this interval for each task
+            // queued below it.
+            if let Some(t) = self.slot.steal_one() {
                 return Some(t);
             }
         }

@@ -98,6 +98,19 @@ impl<S: Source> Evented<S> {
         self.io.poll_io(cx, dir, || op(self.source()))
     }
 
+    /// [`Evented::poll_io`] for a stream transfer of `len` bytes: one that moves fewer (but
+    /// some) used the readiness up ([`ScheduledIo::poll_io_clearing`]).
+    pub(crate) fn poll_transfer(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        len: usize,
+        mut op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        self.io
+            .poll_io_clearing(cx, dir, || op(self.source()), |&n| n > 0 && n < len)
+    }
+
     /// [`Evented::poll_io`] as an `async` call.
     pub(crate) async fn io<R>(
         &self,

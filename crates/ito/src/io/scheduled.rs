@@ -178,7 +178,24 @@ impl ScheduledIo {
         &self,
         cx: &mut Context<'_>,
         dir: Direction,
+        op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_io_clearing(cx, dir, op, |_| false)
+    }
+
+    /// [`ScheduledIo::poll_io`] for an operation whose success can show that it used the
+    /// readiness up (`used_up`): then the readiness it ran on is cleared, as after a
+    /// `WouldBlock`, and the next call for `dir` waits for the next event instead of making a
+    /// system call only to learn that it would block. A stream read that got fewer bytes than
+    /// it asked for (but some) drained the socket's buffer, and a write that put fewer than it
+    /// had filled it: the driver's edge-triggered poll reports data or room that comes later
+    /// as a new event, whose new tick the clear leaves alone (tokio's streams do the same).
+    pub(crate) fn poll_io_clearing<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
         mut op: impl FnMut() -> io::Result<R>,
+        used_up: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         loop {
             let ev = match self.poll_ready(cx, dir) {
@@ -187,6 +204,12 @@ impl ScheduledIo {
             };
             match self.run(ev, &mut op) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(r) => {
+                    if used_up(&r) {
+                        self.clear_readiness(ev);
+                    }
+                    return Poll::Ready(Ok(r));
+                }
                 r => return Poll::Ready(r),
             }
         }

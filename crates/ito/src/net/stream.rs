@@ -99,7 +99,8 @@ pub(crate) fn poll_read<S: StreamSocket>(
 where
     for<'a> &'a S: Read + Write,
 {
-    io.poll_io(cx, Direction::Read, |mut s| s.read(buf))
+    let len = buf.len();
+    io.poll_transfer(cx, Direction::Read, len, |mut s| s.read(buf))
 }
 
 /// Reads into `bufs`, in order, with one call once the socket is readable.
@@ -111,7 +112,8 @@ pub(crate) fn poll_read_vectored<S: StreamSocket>(
 where
     for<'a> &'a S: Read + Write,
 {
-    io.poll_io(cx, Direction::Read, |mut s| s.read_vectored(bufs))
+    let len = bufs.iter().map(|b| b.len()).sum();
+    io.poll_transfer(cx, Direction::Read, len, |mut s| s.read_vectored(bufs))
 }
 
 /// Writes from `buf` once the socket is writable.
@@ -135,7 +137,10 @@ pub(crate) fn poll_write_vectored<S: StreamSocket>(
 where
     for<'a> &'a S: Read + Write,
 {
-    io.poll_io(cx, Direction::Write, |s| s.write_vectored_nosignal(bufs))
+    let len = bufs.iter().map(|b| b.len()).sum();
+    io.poll_transfer(cx, Direction::Write, len, |s| {
+        s.write_vectored_nosignal(bufs)
+    })
 }
 
 /// Reads into `buf`, waiting for readiness the way ito's blocking calls wait.

@@ -128,6 +128,41 @@ mod sync_io {
         got.sort_unstable();
         assert_eq!(got, (0..CONNS as u8).collect::<Vec<_>>());
     }
+
+    /// A compensation thread that sleeps in the driver and then retires leaves it to a
+    /// sleeper: the worker, which fell asleep on its futex while the compensation thread held
+    /// the driver, must see the readiness that arrives after the retirement.
+    #[test]
+    fn a_compensation_thread_that_retires_from_the_driver_hands_it_on() {
+        let rt = ito::Runtime::builder()
+            .workers(1)
+            .thread_keep_alive(std::time::Duration::from_millis(20))
+            .build()
+            .unwrap();
+        let l = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let mut client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut conn = rt.block_on(l.accept()).unwrap().0;
+        let (tx, rx) = std::sync::mpsc::channel();
+        drop(rt.spawn_fn(move || {
+            let mut b = [0; 1];
+            conn.read_exact(&mut b).unwrap();
+            tx.send(b[0]).unwrap();
+        }));
+        // The worker blocks outside ito with the driver started: a compensation thread comes
+        // in and sleeps in the driver. The worker comes back and falls asleep beside it; the
+        // compensation thread, no longer needed, retires at its next recheck.
+        drop(rt.spawn_fn(|| {
+            ito::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(100)))
+        }));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        client.write_all(&[7]).unwrap();
+        let Ok(got) = rx.recv_timeout(std::time::Duration::from_secs(10)) else {
+            // Dropping the runtime would wait for its threads, asleep for ever: fail now.
+            std::mem::forget(rt);
+            panic!("the read never saw its data: no thread polls the driver");
+        };
+        assert_eq!(got, 7);
+    }
 }
 
 #[test]

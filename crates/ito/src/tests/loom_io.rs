@@ -5,6 +5,7 @@
 
 use std::future::poll_fn;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use loom::sync::{Condvar, Mutex};
 use loom::thread;
@@ -122,6 +123,63 @@ fn loom_io_try_io_would_block_racing_a_new_event() {
                     r => return r.unwrap(),
                 }
             }
+        });
+    });
+}
+
+/// A source whose readiness (tick 1) is stale, and an operation on it whose system call
+/// sees nothing and returns `WouldBlock` while an event (tick 2) arrives: the driver's
+/// `set_readiness` runs inside the operation, after the call has looked.
+///
+/// The models above race the same event, but loom's search does not reach this order: it
+/// weighs the driver's compare-exchange only against the last access to the word, which is
+/// the driver's own load just before it, and that load only against stores. The task's
+/// loads after its operation are thus never scheduled after the driver's store.
+fn event_during_would_block(
+    attempt: impl FnOnce(&ScheduledIo, &mut dyn FnMut() -> std::io::Result<usize>),
+) {
+    let io = ScheduledIo::default();
+    io.set_readiness(1, Ready::READABLE, &mut Vec::new());
+    let mut attempts = 0;
+    let io_ref = &io;
+    attempt(&io, &mut || {
+        attempts += 1;
+        if attempts == 1 {
+            io_ref.set_readiness(2, Ready::READABLE, &mut Vec::new());
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        Ok(attempts)
+    });
+}
+
+/// `try_io` clears only what it saw (tick 1): the event that came during its attempt is
+/// left for the next wait.
+#[test]
+fn loom_io_try_io_keeps_an_event_that_came_during_its_attempt() {
+    loom::model(|| {
+        event_during_would_block(|io, op| {
+            let r = io.try_io(Direction::Read, op);
+            assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+            assert_eq!(
+                io.ready_now(Direction::Read).map(|e| e.ready),
+                Some(Ready::READABLE),
+                "try_io cleared an event that came during its attempt"
+            );
+        });
+    });
+}
+
+/// `poll_io` clears only what it saw, and tries again at once instead of waiting for an
+/// event that has already come.
+#[test]
+fn loom_io_poll_io_retries_after_an_event_that_came_during_its_attempt() {
+    loom::model(|| {
+        event_during_would_block(|io, op| {
+            let polled = io.poll_io(&mut Context::from_waker(Waker::noop()), Direction::Read, op);
+            assert!(
+                matches!(polled, Poll::Ready(Ok(2))),
+                "poll_io waited for an event that came during its attempt"
+            );
         });
     });
 }

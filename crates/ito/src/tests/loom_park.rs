@@ -77,6 +77,8 @@ impl Seeker for Queue {
 struct Compensator<'a> {
     queue: &'a Queue,
     sleep: &'a Sleep,
+    /// The I/O driver has started and no thread blocks in it.
+    io_unwatched: bool,
 }
 
 impl Seeker for Compensator<'_> {
@@ -98,6 +100,31 @@ impl Seeker for Compensator<'_> {
     }
     fn before_park(&self) {}
     fn count_park(&self) {}
+    fn io_unwatched(&self) -> bool {
+        self.io_unwatched
+    }
+}
+
+/// A runtime of one worker (slot 0) and one compensation thread (slot 1): one more active
+/// thread than the target. `comp` runs on a thread of its own with the compensation thread's
+/// idler and view of the queues (the driver unwatched if `io_unwatched`).
+fn with_compensator(
+    io_unwatched: bool,
+    comp: impl FnOnce(&Sleep, &Idler, &Compensator<'_>) + Send + 'static,
+) -> (Arc<Sleep>, Arc<Queue>, thread::JoinHandle<()>) {
+    let (sleep, queue) = runtime(2, 1, Duration::ZERO);
+    sleep.add_active();
+    let (s1, q1) = (sleep.clone(), queue.clone());
+    let handle = thread::spawn(move || {
+        let idler = Idler::new(1, true, s1.new_parker(1));
+        let seeker = Compensator {
+            queue: &q1,
+            sleep: &s1,
+            io_unwatched,
+        };
+        comp(&s1, &idler, &seeker);
+    });
+    (sleep, queue, handle)
 }
 
 /// A runtime with `slots` slots and `workers` workers; the model's worker is slot 0.
@@ -313,21 +340,9 @@ fn loom_park_a_searcher_that_finds_work_wakes_the_next() {
 #[test]
 fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
     loom::model(|| {
-        // Worker 0, and compensation thread 1: one more active thread than the target.
-        let (sleep, queue) = runtime(2, 1, Duration::ZERO);
-        sleep.add_active();
-        let (s1, q1) = (sleep.clone(), queue.clone());
-        let comp = thread::spawn(move || {
-            let idler = Idler::new(1, true, s1.new_parker(1));
-            let seeker = Compensator {
-                queue: &q1,
-                sleep: &s1,
-            };
-            assert!(s1.sleep(&idler, &seeker).is_none(), "it never searched");
-            assert!(
-                s1.retire(&idler, &seeker),
-                "the only surplus thread retires"
-            );
+        let (sleep, queue, comp) = with_compensator(false, |s1, idler, seeker| {
+            assert!(s1.sleep(idler, seeker).is_none(), "it never searched");
+            assert!(s1.retire(idler, seeker), "the only surplus thread retires");
         });
         let pusher = spawn_pusher(&sleep, &queue, 1);
         let idler = Idler::new(0, false, sleep.new_parker(0));
@@ -341,7 +356,7 @@ fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
 
 /// A compensation thread whose steals all miss: it can see work but never take it, as when
 /// its steal loses the race for the one task.
-struct Blind<'a>(Compensator<'a>);
+struct Blind<'a>(&'a Compensator<'a>);
 
 impl Seeker for Blind<'_> {
     type Found = usize;
@@ -373,28 +388,41 @@ impl Seeker for Blind<'_> {
 #[test]
 fn loom_park_a_compensator_that_retires_after_seeing_work_hands_it_on() {
     loom::model(|| {
-        let (sleep, queue) = runtime(2, 1, Duration::ZERO);
-        sleep.add_active();
-        let (s1, q1) = (sleep.clone(), queue.clone());
-        let comp = thread::spawn(move || {
-            let idler = Idler::new(1, true, s1.new_parker(1));
-            let seeker = Blind(Compensator {
-                queue: &q1,
-                sleep: &s1,
-            });
-            s1.start_looking(&idler);
-            assert!(s1.sleep(&idler, &seeker).is_none(), "its steals miss");
+        let (sleep, queue, comp) = with_compensator(false, |s1, idler, seeker| {
+            let seeker = Blind(seeker);
+            s1.start_looking(idler);
+            assert!(s1.sleep(idler, &seeker).is_none(), "its steals miss");
             assert!(seeker.should_retire());
-            assert!(
-                s1.retire(&idler, &seeker),
-                "the only surplus thread retires"
-            );
+            assert!(s1.retire(idler, &seeker), "the only surplus thread retires");
         });
         let pusher = spawn_pusher(&sleep, &queue, 1);
         let idler = Idler::new(0, false, sleep.new_parker(0));
         work_until(&sleep, &queue, &idler, 1);
         comp.join().unwrap();
         pusher.join().unwrap();
+        assert_eq!(sleep.active(), 1);
+        assert_settled(&sleep);
+    });
+}
+
+/// A compensation thread slept in the I/O driver until its recheck, and the worker fell
+/// asleep meanwhile on its futex, with no timeout (the driver was held). The compensation
+/// thread retires and never takes the driver again: with the driver unwatched, it must wake
+/// the worker, which then sleeps in the driver (here: stops searching).
+#[test]
+fn loom_park_a_compensator_that_retires_from_the_driver_wakes_a_sleeper() {
+    loom::model(|| {
+        let (sleep, queue, comp) = with_compensator(true, |s1, idler, seeker| {
+            // The worker parks on its futex while this thread holds the driver.
+            while !s1.has_sleepers() {
+                thread::yield_now();
+            }
+            assert!(s1.retire(idler, seeker), "the only surplus thread retires");
+        });
+        let idler = Idler::new(0, false, sleep.new_parker(0));
+        assert!(sleep.sleep(&idler, &*queue).is_none(), "there is no work");
+        sleep.work_found(&idler);
+        comp.join().unwrap();
         assert_eq!(sleep.active(), 1);
         assert_settled(&sleep);
     });

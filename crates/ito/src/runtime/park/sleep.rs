@@ -259,17 +259,20 @@ impl Sleep {
     /// A compensation thread that is no longer needed steps back (`WorkerCtx::retire`): it
     /// leaves the active count if more threads act as workers than the target. Returns whether
     /// it did. It hands on what it leaves behind: the wake-up it was counted as searching for,
-    /// as any searcher that stops does, and the work in the queues. It may have seen that work
-    /// and left it: [`Sleep::sleep`] returns, not searching, when it sees work as it falls
-    /// asleep, and a push made while it searched woke nobody.
+    /// as any searcher that stops does, the work in the queues, and the I/O driver. It may have
+    /// seen that work and left it: [`Sleep::sleep`] returns, not searching, when it sees work
+    /// as it falls asleep, and a push made while it searched woke nobody. It may have slept in
+    /// the driver until its recheck: the threads that fell asleep meanwhile sleep on their
+    /// futexes for good, and a retired thread never takes the driver.
     pub(crate) fn retire<S: Seeker>(&self, me: &Idler, seeker: &S) -> bool {
         if !self.try_retire() {
             return false;
         }
         self.work_found(me);
         // Like a push: the look's fence pairs with a sleeper's, so either we see it in the
-        // list, or it sees the work.
-        if self.work_visible(|| seeker.has_queued_work()) {
+        // list, or it sees the work. A sleeper woken for an unwatched driver finds nothing,
+        // sleeps again, and takes the driver.
+        if self.work_visible(|| seeker.has_queued_work() || seeker.io_unwatched()) {
             self.notify(false);
         }
         true

@@ -109,6 +109,36 @@ fn loom_io_clear_after_would_block_racing_a_new_event() {
     });
 }
 
+/// A stream read that got fewer bytes than it asked for clears the readiness it ran on
+/// (`ScheduledIo::poll_io_clearing`, as every async stream read and write does) while new data
+/// and its event arrive: the event is kept (its tick differs), or comes after the clear and
+/// wakes the task, so the reader gets every byte. Here every successful read counts as one
+/// that used the readiness up.
+#[test]
+fn loom_io_a_transfer_that_used_up_readiness_racing_a_new_event() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::default());
+        let io = Arc::new(ScheduledIo::default());
+        let token = registry.insert(io.clone()).unwrap();
+        let socket = Arc::new(Mutex::new(1));
+        driver_event(&registry, token, 1, Ready::READABLE);
+        let s = socket.clone();
+        let reader = thread::spawn(move || {
+            let mut got = 0;
+            while got < 2 {
+                got += block_on(poll_fn(|cx| {
+                    io.poll_io_clearing(cx, Direction::Read, || counter_read(&s), |_| true)
+                }))
+                .unwrap();
+            }
+            got
+        });
+        *socket.lock().unwrap() += 1;
+        driver_event(&registry, token, 2, Ready::READABLE);
+        assert_eq!(reader.join().unwrap(), 2);
+    });
+}
+
 /// The same race for a task that waits with `readable` and reads with `try_read`
 /// (`ScheduledIo::poll_ready`, then `ScheduledIo::try_io`): a `WouldBlock` clears only the
 /// stale readiness, so the wait after it sees the new event.

@@ -46,6 +46,7 @@
 //! arguments.
 
 mod analysis;
+mod budget;
 mod collect;
 mod compare;
 mod csv;

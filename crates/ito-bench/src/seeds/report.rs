@@ -13,7 +13,7 @@ use super::analysis::{Analysis, Cell, FIB_ALL, Group, is_measured, num, str_of};
 use super::plan::Doc;
 use super::plot::{PlotFile, format_num};
 use super::timelines::{self, Timeline};
-use super::{compare, published};
+use super::{budget, compare, published};
 
 /// The report of `records`; `steps` (with the run's seconds) when they were just run.
 pub(crate) fn render(
@@ -36,11 +36,15 @@ pub(crate) fn render(
          interquartile ranges do not overlap, *tie* where they do, and *too few runs* where a \
          cell has fewer than {} runs ({} for runs over {} s). *T/O*: no result within the \
          timeout; *failed*: a crash or a wrong result; *not run*: a coarser cutoff of the same \
-         series had already failed (as in document 000's plot); *skipped*: the peer's \
-         toolchain is not installed. Compare within this run only.\n",
+         series had already failed (as in document 000's plot); *{}*: not run, because a \
+         run was predicted to take over {} s from the coarser cutoffs of the same series \
+         (not measured: no verdict); *skipped*: the peer's toolchain is not installed. \
+         Compare within this run only.\n",
         verdict::MIN_RUNS,
         verdict::MIN_RUNS_LONG,
-        verdict::LONG_RUN_S
+        verdict::LONG_RUN_S,
+        budget::OVER_BUDGET,
+        budget::RUN_BUDGET_S
     );
     headline(&mut md, a);
     if let Some((path, before)) = compare {
@@ -195,6 +199,7 @@ fn cell_text(c: &Cell) -> String {
         Cell::Failed(e) if e.contains("timeout") => "T/O".to_owned(),
         Cell::Failed(_) => "failed".to_owned(),
         Cell::NotRun => "not run".to_owned(),
+        Cell::OverBudget => budget::OVER_BUDGET.to_owned(),
         Cell::Skipped(_) => "skipped".to_owned(),
         Cell::Empty => String::new(),
     }
@@ -473,6 +478,39 @@ fn doc_notes(md: &mut String, doc: Doc, records: &[Value]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_over_the_time_budget_says_so_in_the_table_and_the_key() {
+        let rec = |imp: &str, seconds: Option<f64>| {
+            let mut r = serde_json::json!({"experiment": "fib", "impl": imp, "style": "async",
+                "n": 30, "cutoff": 5, "workers": 2, "result": 832040, "seconds": seconds,
+                "tasks": 1, "peak_threads": 3, "rss_bytes": 1, "commit": "c", "nproc": 2,
+                "ok": seconds.is_some()});
+            if seconds.is_none() {
+                r["error"] = serde_json::json!("over the time budget: predicted 69 s");
+                r["not_run"] = serde_json::json!(true);
+                r["over_budget"] = serde_json::json!(true);
+            }
+            r
+        };
+        let recs: Vec<Value> = (0..5)
+            .flat_map(|i| [rec("ito", Some(1.0 + f64::from(i))), rec("tokio", None)])
+            .collect();
+        let a = Analysis::of(&recs);
+        let md = render(&recs, &a, &[], (&[], ""), None, None);
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| tokio async |"))
+            .expect("the peer's row");
+        assert!(row.contains(budget::OVER_BUDGET), "{row}");
+        assert!(
+            !row.contains("failed") && !row.contains("not run |"),
+            "{row}"
+        );
+        assert!(md.contains(&format!("*{}*: not run", budget::OVER_BUDGET)));
+        // Not a loss: the headline counts no verdict for it.
+        assert!(md.contains("| 0 | 0 | 0 | 0 |"), "{md}");
+    }
 
     #[test]
     fn ratios_are_formatted() {

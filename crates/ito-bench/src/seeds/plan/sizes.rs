@@ -107,7 +107,7 @@ impl Sizes {
                 find_workers: &[1, 2, 4],
                 find_on_disk: true,
                 pool_runs: 2000,
-                pool_sleep_runs: 100,
+                pool_sleep_runs: 20,
                 pool_big_runs: 20,
                 fut_first_repeat: 100,
                 fut_rounds: 100,

@@ -16,7 +16,11 @@
 //! "timeout"`): a deadlocking `Await.result` run never hangs the command. In a fib series
 //! (one implementation and style across the cutoffs, coarse to fine), the cutoffs after a
 //! failure are not run and are recorded as failed (`"not_run": true`), as the document
-//! marks every cutoff from the first deadlock on.
+//! marks every cutoff from the first deadlock on; a cutoff predicted to take longer a run
+//! than the series' time budget is not run either ([`budget`]), and is recorded as not
+//! measured (`"over_budget": true`), never as a failure. Each fib run is a step of its own,
+//! and the runs of one configuration alternate between ito and its peers
+//! ([`plan`]), so that both see the same drift of the machine's load.
 //!
 //! Every JSON line the steps print is checked against its experiment's schema
 //! ([`schema`]), annotated with the commit, `nproc`, the CPU model and the date

@@ -372,9 +372,20 @@ fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
     if ito_rows.is_empty() {
         return;
     }
-    let complete = ito_rows
+    // A cutoff over the time budget was not run: it neither completed nor failed.
+    let complete = ito_rows.iter().all(|(_, row)| {
+        row.iter()
+            .all(|c| c.value().is_some() || *c == Cell::OverBudget)
+    });
+    let over: Vec<String> = ito_rows
         .iter()
-        .all(|(_, row)| row.iter().all(|c| c.value().is_some()));
+        .flat_map(|(s, row)| {
+            row.iter()
+                .zip(&g.configs)
+                .filter(|(c, _)| **c == Cell::OverBudget)
+                .map(move |(_, cfg)| format!("{s} at {cfg}"))
+        })
+        .collect();
     let peak = |imp: &str| {
         records
             .iter()
@@ -382,10 +393,15 @@ fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
             .filter_map(|r| r.get("peak_threads").and_then(Value::as_u64))
             .max()
     };
+    let over = if over.is_empty() {
+        String::new()
+    } else {
+        format!(" (not run, {}: {})", budget::OVER_BUDGET, over.join(", "))
+    };
     let _ = writeln!(
         md,
-        "Every ito style completed at every cutoff: **{}**. Peak OS threads of a run: ito {}, \
-         tokio {}, Scala {}.\n",
+        "Every ito style completed at every cutoff it ran: **{}**{over}. Peak OS threads of a \
+         run: ito {}, tokio {}, Scala {}.\n",
         if complete { "yes" } else { "no" },
         peak("ito").map_or("-".to_owned(), |p| p.to_string()),
         peak("tokio").map_or("-".to_owned(), |p| p.to_string()),
@@ -481,9 +497,9 @@ mod tests {
 
     #[test]
     fn a_cell_over_the_time_budget_says_so_in_the_table_and_the_key() {
-        let rec = |imp: &str, seconds: Option<f64>| {
+        let rec = |imp: &str, cutoff: u64, seconds: Option<f64>| {
             let mut r = serde_json::json!({"experiment": "fib", "impl": imp, "style": "async",
-                "n": 30, "cutoff": 5, "workers": 2, "result": 832040, "seconds": seconds,
+                "n": 30, "cutoff": cutoff, "workers": 2, "result": 832040, "seconds": seconds,
                 "tasks": 1, "peak_threads": 3, "rss_bytes": 1, "commit": "c", "nproc": 2,
                 "ok": seconds.is_some()});
             if seconds.is_none() {
@@ -494,7 +510,13 @@ mod tests {
             r
         };
         let recs: Vec<Value> = (0..5)
-            .flat_map(|i| [rec("ito", Some(1.0 + f64::from(i))), rec("tokio", None)])
+            .flat_map(|i| {
+                [
+                    rec("ito", 5, Some(1.0 + f64::from(i))),
+                    rec("tokio", 5, None),
+                    rec("ito", 2, None),
+                ]
+            })
             .collect();
         let a = Analysis::of(&recs);
         let md = render(&recs, &a, &[], (&[], ""), None, None);
@@ -508,6 +530,14 @@ mod tests {
             "{row}"
         );
         assert!(md.contains(&format!("*{}*: not run", budget::OVER_BUDGET)));
+        // ito's own cutoff over the budget is neither completed nor failed.
+        assert!(
+            md.contains(&format!(
+                "completed at every cutoff it ran: **yes** (not run, {}: ito async at 2)",
+                budget::OVER_BUDGET
+            )),
+            "{md}"
+        );
         // Not a loss: the headline counts no verdict for it.
         assert!(md.contains("| 0 | 0 | 0 | 0 |"), "{md}");
     }

@@ -16,7 +16,11 @@
 //! "timeout"`): a deadlocking `Await.result` run never hangs the command. In a fib series
 //! (one implementation and style across the cutoffs, coarse to fine), the cutoffs after a
 //! failure are not run and are recorded as failed (`"not_run": true`), as the document
-//! marks every cutoff from the first deadlock on.
+//! marks every cutoff from the first deadlock on; a cutoff predicted to take longer a run
+//! than the series' time budget is not run either ([`budget`]), and is recorded as not
+//! measured (`"over_budget": true`), never as a failure. Each fib run is a step of its own,
+//! and the runs of one configuration alternate between ito and its peers
+//! ([`plan`]), so that both see the same drift of the machine's load.
 //!
 //! Every JSON line the steps print is checked against its experiment's schema
 //! ([`schema`]), annotated with the commit, `nproc`, the CPU model and the date
@@ -46,6 +50,7 @@
 //! arguments.
 
 mod analysis;
+mod budget;
 mod collect;
 mod compare;
 mod csv;
@@ -385,7 +390,11 @@ impl StepSummary {
                 .get("impl")
                 .or_else(|| r.get("tool"))
                 .and_then(Value::as_str);
-            imp.is_some_and(|i| i.starts_with("ito")) && r.get("ok") == Some(&Value::Bool(false))
+            // A cutoff over the time budget was not run: it did not fail.
+            let over_budget = r.get("over_budget") == Some(&Value::Bool(true));
+            imp.is_some_and(|i| i.starts_with("ito"))
+                && r.get("ok") == Some(&Value::Bool(false))
+                && !over_budget
         }) || (matches!(res.outcome, Outcome::Failed(_) | Outcome::Timeout)
             && step.ito_step);
         StepSummary {
@@ -542,6 +551,36 @@ fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ito_cutoff_over_the_time_budget_is_no_failure_of_the_command() {
+        let step = plan::Step {
+            doc: plan::Doc::D000,
+            label: "fib(40) ito/flat cutoff 2 run 1".into(),
+            program: plan::Program::SelfExe,
+            args: Vec::new(),
+            parse: plan::Parse::Records,
+            timeout: std::time::Duration::from_secs(1),
+            estimate: std::time::Duration::from_secs(1),
+            template: None,
+            series: Some("fib ito/flat".into()),
+            needs: Vec::new(),
+            provides: None,
+            ito_step: true,
+        };
+        let rec = |over_budget: bool| {
+            serde_json::json!({"experiment": "fib", "impl": "ito", "ok": false,
+                "not_run": true, "over_budget": over_budget})
+        };
+        let res = |over_budget: bool| StepResult {
+            outcome: Outcome::Skipped("why".into()),
+            records: vec![rec(over_budget)],
+            seconds: 0.0,
+        };
+        assert!(!StepSummary::of(&step, &res(true)).ito_failed);
+        // Not run after a failure of its series: that failure is ito's.
+        assert!(StepSummary::of(&step, &res(false)).ito_failed);
+    }
 
     #[test]
     fn the_last_recorded_run_is_of_the_same_size_and_not_this_one() {

@@ -13,7 +13,7 @@ use super::analysis::{Analysis, Cell, FIB_ALL, Group, is_measured, num, str_of};
 use super::plan::Doc;
 use super::plot::{PlotFile, format_num};
 use super::timelines::{self, Timeline};
-use super::{compare, published};
+use super::{budget, compare, published};
 
 /// The report of `records`; `steps` (with the run's seconds) when they were just run.
 pub(crate) fn render(
@@ -36,11 +36,15 @@ pub(crate) fn render(
          interquartile ranges do not overlap, *tie* where they do, and *too few runs* where a \
          cell has fewer than {} runs ({} for runs over {} s). *T/O*: no result within the \
          timeout; *failed*: a crash or a wrong result; *not run*: a coarser cutoff of the same \
-         series had already failed (as in document 000's plot); *skipped*: the peer's \
-         toolchain is not installed. Compare within this run only.\n",
+         series had already failed (as in document 000's plot); *{}*: not run, because a \
+         run was predicted to take over {} s from the coarser cutoffs of the same series \
+         (not measured: no verdict); *skipped*: the peer's toolchain is not installed. \
+         Compare within this run only.\n",
         verdict::MIN_RUNS,
         verdict::MIN_RUNS_LONG,
-        verdict::LONG_RUN_S
+        verdict::LONG_RUN_S,
+        budget::OVER_BUDGET,
+        budget::RUN_BUDGET_S
     );
     headline(&mut md, a);
     if let Some((path, before)) = compare {
@@ -195,6 +199,7 @@ fn cell_text(c: &Cell) -> String {
         Cell::Failed(e) if e.contains("timeout") => "T/O".to_owned(),
         Cell::Failed(_) => "failed".to_owned(),
         Cell::NotRun => "not run".to_owned(),
+        Cell::OverBudget => budget::OVER_BUDGET.to_owned(),
         Cell::Skipped(_) => "skipped".to_owned(),
         Cell::Empty => String::new(),
     }
@@ -367,9 +372,20 @@ fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
     if ito_rows.is_empty() {
         return;
     }
-    let complete = ito_rows
+    // A cutoff over the time budget was not run: it neither completed nor failed.
+    let complete = ito_rows.iter().all(|(_, row)| {
+        row.iter()
+            .all(|c| c.value().is_some() || *c == Cell::OverBudget)
+    });
+    let over: Vec<String> = ito_rows
         .iter()
-        .all(|(_, row)| row.iter().all(|c| c.value().is_some()));
+        .flat_map(|(s, row)| {
+            row.iter()
+                .zip(&g.configs)
+                .filter(|(c, _)| **c == Cell::OverBudget)
+                .map(move |(_, cfg)| format!("{s} at {cfg}"))
+        })
+        .collect();
     let peak = |imp: &str| {
         records
             .iter()
@@ -377,10 +393,15 @@ fn fib_notes(md: &mut String, g: &Group, records: &[Value]) {
             .filter_map(|r| r.get("peak_threads").and_then(Value::as_u64))
             .max()
     };
+    let over = if over.is_empty() {
+        String::new()
+    } else {
+        format!(" (not run, {}: {})", budget::OVER_BUDGET, over.join(", "))
+    };
     let _ = writeln!(
         md,
-        "Every ito style completed at every cutoff: **{}**. Peak OS threads of a run: ito {}, \
-         tokio {}, Scala {}.\n",
+        "Every ito style completed at every cutoff it ran: **{}**{over}. Peak OS threads of a \
+         run: ito {}, tokio {}, Scala {}.\n",
         if complete { "yes" } else { "no" },
         peak("ito").map_or("-".to_owned(), |p| p.to_string()),
         peak("tokio").map_or("-".to_owned(), |p| p.to_string()),
@@ -473,6 +494,53 @@ fn doc_notes(md: &mut String, doc: Doc, records: &[Value]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_over_the_time_budget_says_so_in_the_table_and_the_key() {
+        let rec = |imp: &str, cutoff: u64, seconds: Option<f64>| {
+            let mut r = serde_json::json!({"experiment": "fib", "impl": imp, "style": "async",
+                "n": 30, "cutoff": cutoff, "workers": 2, "result": 832040, "seconds": seconds,
+                "tasks": 1, "peak_threads": 3, "rss_bytes": 1, "commit": "c", "nproc": 2,
+                "ok": seconds.is_some()});
+            if seconds.is_none() {
+                r["error"] = serde_json::json!("over the time budget: predicted 69 s");
+                r["not_run"] = serde_json::json!(true);
+                r["over_budget"] = serde_json::json!(true);
+            }
+            r
+        };
+        let recs: Vec<Value> = (0..5)
+            .flat_map(|i| {
+                [
+                    rec("ito", 5, Some(1.0 + f64::from(i))),
+                    rec("tokio", 5, None),
+                    rec("ito", 2, None),
+                ]
+            })
+            .collect();
+        let a = Analysis::of(&recs);
+        let md = render(&recs, &a, &[], (&[], ""), None, None);
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| tokio async |"))
+            .expect("the peer's row");
+        assert!(row.contains(budget::OVER_BUDGET), "{row}");
+        assert!(
+            !row.contains("failed") && !row.contains("not run |"),
+            "{row}"
+        );
+        assert!(md.contains(&format!("*{}*: not run", budget::OVER_BUDGET)));
+        // ito's own cutoff over the budget is neither completed nor failed.
+        assert!(
+            md.contains(&format!(
+                "completed at every cutoff it ran: **yes** (not run, {}: ito async at 2)",
+                budget::OVER_BUDGET
+            )),
+            "{md}"
+        );
+        // Not a loss: the headline counts no verdict for it.
+        assert!(md.contains("| 0 | 0 | 0 | 0 |"), "{md}");
+    }
 
     #[test]
     fn ratios_are_formatted() {

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::PeerPolicy;
 use super::analysis::is_measured;
+use super::budget::Budget;
 use super::plan::{Parse, Program, Step};
 use crate::measure::CpuTime;
 
@@ -157,12 +158,15 @@ fn kill_group(pgid: i32) {
     }
 }
 
-/// Runs steps in order, remembering failed fib series and setup results.
+/// Runs steps in order, remembering failed fib series, the run times of each series (for
+/// its time budget) and setup results.
 pub(crate) struct Runner {
     logs: PathBuf,
     peers: PeerPolicy,
     /// series -> the label of the step that failed.
     failed_series: HashMap<String, String>,
+    /// The run times of the series, and their cutoffs over the budget.
+    budget: Budget,
     /// setup -> why it is not available (absent: not run yet; `None`: available).
     setups: HashMap<&'static str, Option<String>>,
 }
@@ -174,6 +178,7 @@ impl Runner {
             logs,
             peers,
             failed_series: HashMap::new(),
+            budget: Budget::default(),
             setups: HashMap::new(),
         }
     }
@@ -195,7 +200,24 @@ impl Runner {
                 seconds: 0.0,
             };
         }
+        let budgeted = budget_key(step);
+        if let Some((series, cutoff)) = budgeted {
+            if let Some(why) = self.budget.over(series, cutoff) {
+                return StepResult {
+                    records: step.template.iter().map(|t| over_budget(t, &why)).collect(),
+                    outcome: Outcome::Skipped(why),
+                    seconds: 0.0,
+                };
+            }
+        }
         let res = self.execute(step);
+        if let Some((series, cutoff)) = budgeted {
+            let runs = res.records.iter().filter(|r| is_measured(r)).count();
+            if runs > 0 {
+                self.budget
+                    .record(series, cutoff, res.seconds / runs as f64);
+            }
+        }
         if let Some(key) = step.provides {
             let state = match &res.outcome {
                 Outcome::Ok => None,
@@ -387,6 +409,19 @@ fn stand_in(template: &Value, why: &str, not_run: bool) -> Value {
     rec
 }
 
+/// The series and cutoff of a step of a fib series (whose runs the budget covers).
+fn budget_key(step: &Step) -> Option<(&str, u64)> {
+    let cutoff = step.template.as_ref()?.get("cutoff")?.as_u64()?;
+    Some((step.series.as_deref()?, cutoff))
+}
+
+/// The template as a run not run for the time budget: not measured, and no failure.
+fn over_budget(template: &Value, why: &str) -> Value {
+    let mut rec = stand_in(template, why, true);
+    rec["over_budget"] = Value::Bool(true);
+    rec
+}
+
 /// The template as a skipped run (a missing toolchain is not a failure).
 fn skipped(template: &Value, why: &str) -> Value {
     let mut rec = template.clone();
@@ -571,6 +606,38 @@ mod tests {
         let crash = runner.run(&step);
         assert!(matches!(crash.outcome, Outcome::Failed(_)));
         assert_eq!(crash.records[0]["ok"], Value::Bool(false));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cutoff_over_the_budget_is_not_run_and_stands_in_as_not_measured() {
+        let dir = temp_dir("budget");
+        let mut runner = Runner::new(dir.clone(), PeerPolicy::None);
+        // The series took a minute a run at cutoff 10: cutoff 5 is predicted over the budget.
+        runner.budget.record("s", 10, 60.0);
+        let marker = dir.join("ran");
+        let t = serde_json::json!({"experiment": "fib", "impl": "tokio", "cutoff": 5});
+        let step = sh_step(
+            &format!("touch {}", marker.display()),
+            Duration::from_secs(10),
+            Some(t),
+        );
+        let res = runner.run(&step);
+        assert!(
+            matches!(&res.outcome, Outcome::Skipped(w) if w.starts_with(crate::seeds::budget::OVER_BUDGET)),
+            "{:?}",
+            res.outcome
+        );
+        assert!(!marker.exists(), "the step did not run");
+        let rec = &res.records[0];
+        assert_eq!(rec["not_run"], Value::Bool(true));
+        assert_eq!(rec["over_budget"], Value::Bool(true));
+        assert_eq!(rec["impl"], Value::from("tokio"));
+        // Another series runs, and its run is recorded for its own prediction.
+        let mut other = step.clone();
+        other.series = Some("other".into());
+        assert_eq!(runner.run(&other).outcome, Outcome::Ok);
+        assert!(marker.exists());
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -21,6 +21,9 @@ pub(crate) enum Cell {
     Failed(String),
     /// Not run, because a coarser configuration of the series failed.
     NotRun,
+    /// Not run, because its runs were predicted to take longer than the time budget
+    /// ([`crate::seeds::budget`]): not measured, and no failure.
+    OverBudget,
     /// Skipped (a peer's toolchain is missing).
     Skipped(String),
     /// No record.
@@ -292,6 +295,12 @@ fn aggregate(runs: &[&Value], value: &dyn Fn(&Value) -> Option<f64>) -> Cell {
     {
         return Cell::Failed(str_of(r, "error").unwrap_or("failed").to_owned());
     }
+    if runs
+        .iter()
+        .any(|r| r.get("over_budget") == Some(&Value::Bool(true)))
+    {
+        return Cell::OverBudget;
+    }
     if runs.iter().any(|r| not_run(r)) {
         return Cell::NotRun;
     }
@@ -487,6 +496,44 @@ mod tests {
         assert_eq!(not_better, ["15", "12"]);
         assert_eq!(cs[1].skipped.as_deref(), Some("mvn is not installed"));
         assert!(cs[1].configs.is_empty());
+    }
+
+    #[test]
+    fn a_cell_over_the_time_budget_is_not_measured_and_has_no_verdict() {
+        let over = |imp: &str, style: &str, cutoff: u64| {
+            let mut r = fib(imp, style, cutoff, None);
+            r["error"] = json!("over the time budget: predicted 69 s");
+            r["not_run"] = json!(true);
+            r["over_budget"] = json!(true);
+            r
+        };
+        let mut recs = Vec::new();
+        for i in 0..5 {
+            let d = f64::from(i) * 0.01;
+            recs.push(fib("ito", "async", 10, Some(1.0 + d)));
+            recs.push(fib("tokio", "async", 10, Some(5.0 + d)));
+            // The peer over the budget at cutoff 5, ito over it at cutoff 2.
+            recs.push(fib("ito", "async", 5, Some(3.0 + d)));
+            recs.push(over("tokio", "async", 5));
+            recs.push(over("ito", "async", 2));
+            recs.push(fib("tokio", "async", 2, None));
+        }
+        let a = Analysis::of(&recs);
+        assert!(a.schema_errors.is_empty(), "{:?}", a.schema_errors);
+        let g = a.group(FIB_PAIRS[2].0).expect("the async pair");
+        assert_eq!(g.cell("tokio async", "5"), &Cell::OverBudget);
+        assert_eq!(g.cell("ito async", "2"), &Cell::OverBudget);
+        assert!(!g.cell("ito async", "2").failed());
+        // ito's own cell is kept where the peer's is over the budget.
+        assert!(g.cell("ito async", "5").spread().is_some());
+        let c = &g.comparisons()[0];
+        let configs: Vec<&str> = c.configs.iter().map(|v| v.config.as_str()).collect();
+        assert_eq!(
+            configs,
+            ["10"],
+            "no verdict where either cell is over the budget"
+        );
+        assert_eq!(c.configs[0].verdict, Verdict::Better);
     }
 
     #[test]

@@ -1,4 +1,10 @@
 //! Which steps `seeds` runs, at which sizes, under which timeouts.
+//!
+//! The runs of one configuration alternate between ito and its peers, so that a drift of
+//! the machine's load reaches both: where each run is a step of its own (fib, and the Scala
+//! peer's one JVM a run), the plan alternates them ([`steps::interleave`]); every other
+//! experiment measures all its implementations in one invocation, which alternates them run
+//! by run itself.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -60,7 +66,8 @@ pub(crate) enum Size {
     Smoke,
     /// Under 3 minutes on 2 cores.
     Quick,
-    /// The documents' sizes where they fit in about 20 minutes.
+    /// The documents' sizes where they fit in 15 minutes on 2 cores (with the fib series'
+    /// time budget, [`crate::seeds::budget`]).
     Full,
 }
 

@@ -51,21 +51,7 @@ pub(super) fn pictures(
                 doc: Doc::D000,
                 name: format!("000-fib-{style}"),
                 title: format!("fib({n}), cutoff {c}, ito {style}, {w} workers"),
-                command: owned(&[
-                    "fib",
-                    "--n",
-                    &n,
-                    "--cutoff",
-                    &c,
-                    "--impl",
-                    "ito",
-                    "--style",
-                    style,
-                    "--workers",
-                    &w,
-                    "--repeat",
-                    "1",
-                ]),
+                command: steps::fib_run_args(s.picture_fib_n, FIB_CUTOFF, "ito", style, workers),
             });
         }
     }

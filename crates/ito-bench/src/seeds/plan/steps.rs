@@ -3,8 +3,11 @@
 use super::*;
 use crate::seeds::analysis::verdict;
 
-/// Document 000: every fib series at every cutoff, interleaved (for each cutoff, every
-/// series), coarse to fine; the Scala peer when Maven and Java are there.
+/// Document 000: every fib series at every cutoff, coarse to fine, each run a step of its
+/// own; at each cutoff the runs of every series alternate ([`interleave`]), so that ito's
+/// and the peers' runs of a configuration see the same load. The sequential reference
+/// alternates with the Scala peer's own sequential fib the same way. The Scala peer runs
+/// when Maven and Java are there.
 pub(super) fn fib_steps(
     steps: &mut Vec<Step>,
     s: &Sizes,
@@ -13,36 +16,15 @@ pub(super) fn fib_steps(
     peers: bool,
 ) {
     let n = s.fib_n;
-    let ns = n.to_string();
     let t = s.fib_timeout_s;
-    let ts = t.to_string();
-    let runs = s.cell_runs.to_string();
-    // The sequential reference.
-    let seq_template = Record::template("fib", "seq", "seq", n, n.max(2), 1);
-    let mut seq = Step::bench(
-        Doc::D000,
-        format!("fib({n}) seq"),
-        &[
-            "fib",
-            "--n",
-            &ns,
-            "--cutoff",
-            &n.max(2).to_string(),
-            "--impl",
-            "seq",
-            "--style",
-            "wait",
-            "--repeat",
-            &runs,
-            "--timeout-s",
-            &ts,
-        ],
-        (t + 5.0) * f64::from(s.cell_runs),
-        fib_estimate(n, n.max(2)) * f64::from(s.cell_runs),
-    );
-    seq.template = Some(to_value(&seq_template));
-    steps.push(seq);
     let script = cfg.root.join("bench/peers/fib/run.sh");
+    let fib = FibStep {
+        n,
+        timeout_s: t,
+        workers,
+        script: &script,
+    };
+    let seq_cutoff = n.max(2);
     if peers {
         let mut build = Step::bench(Doc::D000, "build the Scala peer (Maven)", &[], 600.0, 5.0);
         build.program = Program::Path(script.clone());
@@ -51,86 +33,171 @@ pub(super) fn fib_steps(
         build.provides = Some("scala");
         build.ito_step = false;
         steps.push(build);
-        // Scala's own sequential fib: the baseline its styles are divided by.
-        for run in 1..=s.cell_runs {
-            let template = Record::template("fib", "scala", "seq", n, n.max(2), 1);
-            let mut step = Step::bench(
-                Doc::D000,
-                format!("fib({n}) scala/seq run {run}"),
-                &[],
-                t,
-                0.7 + fib_estimate(n, n.max(2)) * 2.0,
-            );
-            step.program = Program::Path(script.clone());
-            step.args = vec!["seq".into(), ns.clone(), n.max(2).to_string(), "1".into()];
-            step.parse = Parse::ScalaFib { n };
-            step.template = Some(to_value(&template));
-            step.needs = vec!["scala"];
-            step.ito_step = false;
-            steps.push(step);
-        }
     }
-    let w = workers.to_string();
+    // The sequential reference, and Scala's own sequential fib (the baseline its styles are
+    // divided by).
+    let mut cells = vec![
+        (1..=s.cell_runs)
+            .map(|run| fib.bench("seq", "wait", seq_cutoff, run))
+            .collect(),
+    ];
+    if peers {
+        cells.push(
+            (1..=s.cell_runs)
+                .map(|run| fib.scala("seq", seq_cutoff, run))
+                .collect(),
+        );
+    }
+    steps.extend(interleave(cells));
     for &cutoff in s.fib_cutoffs {
-        let cs = cutoff.to_string();
-        for (imp, style) in FIB_SERIES {
-            let template = Record::template("fib", imp, style, n, cutoff, workers);
-            let mut step = Step::bench(
-                Doc::D000,
-                format!("fib({n}) {imp}/{style} cutoff {cutoff}"),
-                &[
-                    "fib",
-                    "--n",
-                    &ns,
-                    "--cutoff",
-                    &cs,
-                    "--impl",
-                    imp,
-                    "--style",
-                    style,
-                    "--workers",
-                    &w,
-                    "--repeat",
-                    &runs,
-                    "--timeout-s",
-                    &ts,
-                ],
-                // The watchdog of the child covers one run; this limit all of them.
-                (t + 5.0) * f64::from(s.cell_runs),
-                fib_estimate(n, cutoff)
-                    * if imp == "ito" { 1.0 } else { 2.0 }
-                    * f64::from(s.cell_runs),
-            );
-            step.template = Some(to_value(&template));
-            step.series = Some(format!("fib {imp}/{style}"));
-            step.ito_step = imp == "ito";
-            steps.push(step);
-        }
+        let mut cells: Vec<Vec<Step>> = FIB_SERIES
+            .iter()
+            .map(|&(imp, style)| {
+                (1..=s.cell_runs)
+                    .map(|run| fib.bench(imp, style, cutoff, run))
+                    .collect()
+            })
+            .collect();
         if peers {
-            // One JVM a run: the peer's script times one computation.
-            for (style, run) in ["flatmap", "await"]
-                .into_iter()
-                .flat_map(|style| (1..=s.cell_runs).map(move |run| (style, run)))
-            {
-                let template = Record::template("fib", "scala", style, n, cutoff, workers);
-                let mut step = Step::bench(
-                    Doc::D000,
-                    format!("fib({n}) scala/{style} cutoff {cutoff} run {run}"),
-                    &[],
-                    t,
-                    0.7 + fib_estimate(n, cutoff) * 4.0,
+            for style in ["flatmap", "await"] {
+                cells.push(
+                    (1..=s.cell_runs)
+                        .map(|run| fib.scala(style, cutoff, run))
+                        .collect(),
                 );
-                step.program = Program::Path(script.clone());
-                step.args = vec![style.into(), ns.clone(), cs.clone(), w.clone()];
-                step.parse = Parse::ScalaFib { n };
-                step.template = Some(to_value(&template));
-                step.series = Some(format!("fib scala/{style}"));
-                step.needs = vec!["scala"];
-                step.ito_step = false;
-                steps.push(step);
             }
         }
+        steps.extend(interleave(cells));
     }
+}
+
+/// The runs of several cells of one configuration, alternating: the first run of every
+/// cell, then the second of every cell in the reverse order, then the third in the first
+/// order, and so on, so that no cell always runs just after the same one.
+pub(super) fn interleave(cells: Vec<Vec<Step>>) -> Vec<Step> {
+    let rounds = cells.iter().map(Vec::len).max().unwrap_or(0);
+    let mut iters: Vec<_> = cells.into_iter().map(Vec::into_iter).collect();
+    let mut out = Vec::new();
+    for round in 0..rounds {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..iters.len()).collect()
+        } else {
+            (0..iters.len()).rev().collect()
+        };
+        out.extend(order.into_iter().filter_map(|i| iters[i].next()));
+    }
+    out
+}
+
+/// What every fib step of a run shares.
+struct FibStep<'a> {
+    n: u64,
+    timeout_s: f64,
+    workers: usize,
+    script: &'a Path,
+}
+
+impl FibStep<'_> {
+    /// Run `run` of the series `imp`/`style` (this binary's `fib`) at `cutoff`; `seq` (at
+    /// cutoff `n`) is the sequential reference, not a series.
+    fn bench(&self, imp: &str, style: &str, cutoff: u64, run: u32) -> Step {
+        let n = self.n;
+        let seq = imp == "seq";
+        let (label, template) = if seq {
+            (
+                format!("fib({n}) seq run {run}"),
+                Record::template("fib", "seq", "seq", n, cutoff, 1),
+            )
+        } else {
+            (
+                format!("fib({n}) {imp}/{style} cutoff {cutoff} run {run}"),
+                Record::template("fib", imp, style, n, cutoff, self.workers),
+            )
+        };
+        let mut step = Step::bench(
+            Doc::D000,
+            label,
+            &[],
+            // The watchdog of the child covers the run; this limit a hang of the child.
+            self.timeout_s + 5.0,
+            fib_estimate(n, cutoff)
+                * if imp == "tokio" || imp == "rayon" {
+                    2.0
+                } else {
+                    1.0
+                },
+        );
+        step.args = fib_run_args(n, cutoff, imp, style, self.workers);
+        step.args
+            .extend(["--timeout-s".to_owned(), self.timeout_s.to_string()]);
+        step.template = Some(to_value(&template));
+        step.series = (!seq).then(|| format!("fib {imp}/{style}"));
+        step.ito_step = seq || imp == "ito";
+        step
+    }
+
+    /// Run `run` of the Scala peer's `style` at `cutoff` (one JVM a run: the peer's script
+    /// times one computation); `seq` is its sequential fib, not a series.
+    fn scala(&self, style: &str, cutoff: u64, run: u32) -> Step {
+        let n = self.n;
+        let seq = style == "seq";
+        let (label, workers, est) = if seq {
+            (
+                format!("fib({n}) scala/seq run {run}"),
+                1,
+                0.7 + fib_estimate(n, cutoff) * 2.0,
+            )
+        } else {
+            (
+                format!("fib({n}) scala/{style} cutoff {cutoff} run {run}"),
+                self.workers,
+                0.7 + fib_estimate(n, cutoff) * 4.0,
+            )
+        };
+        let mut step = Step::bench(Doc::D000, label, &[], self.timeout_s, est);
+        step.program = Program::Path(self.script.to_path_buf());
+        step.args = vec![
+            style.into(),
+            n.to_string(),
+            cutoff.to_string(),
+            workers.to_string(),
+        ];
+        step.parse = Parse::ScalaFib { n };
+        let template = Record::template("fib", "scala", style, n, cutoff, workers);
+        step.template = Some(to_value(&template));
+        step.series = (!seq).then(|| format!("fib scala/{style}"));
+        step.needs = vec!["scala"];
+        step.ito_step = false;
+        step
+    }
+}
+
+/// The arguments of one run of this binary's `fib`.
+pub(super) fn fib_run_args(
+    n: u64,
+    cutoff: u64,
+    imp: &str,
+    style: &str,
+    workers: usize,
+) -> Vec<String> {
+    let (n, cutoff, workers) = (n.to_string(), cutoff.to_string(), workers.to_string());
+    [
+        "fib",
+        "--n",
+        &n,
+        "--cutoff",
+        &cutoff,
+        "--impl",
+        imp,
+        "--style",
+        style,
+        "--workers",
+        &workers,
+        "--repeat",
+        "1",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// A rough time of one fib run, for the estimate: the sequential fib(n) (about 0.35 s for
@@ -413,4 +480,107 @@ pub(super) fn futures_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
 
 pub(super) fn to_value(rec: &Record) -> Value {
     serde_json::to_value(rec).unwrap_or_else(|_| json!({}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(size: Size, peers: PeerPolicy) -> Plan {
+        Plan::build(&Config {
+            size,
+            peers,
+            only: vec![Doc::D000],
+            root: PathBuf::from("/repo"),
+            scratch: PathBuf::from("/tmp/scratch"),
+            disk_scratch: PathBuf::from("/tmp/disk"),
+            ito_find: None,
+            pictures: PictureSteps::No,
+            traces: PathBuf::from("/tmp/traces"),
+        })
+    }
+
+    /// The labels of the fib steps at `cutoff`, in plan order.
+    fn at_cutoff(p: &Plan, cutoff: u64) -> Vec<String> {
+        let tag = format!(" cutoff {cutoff} run ");
+        p.steps
+            .iter()
+            .filter(|s| s.label.contains(&tag))
+            .map(|s| s.label.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_runs_of_one_configuration_alternate_ito_and_its_peers() {
+        let p = plan(Size::Quick, PeerPolicy::All);
+        let runs = Sizes::of(Size::Quick).cell_runs as usize;
+        let labels = at_cutoff(&p, 10);
+        // Every series (seven of this binary, two Scala styles) has its runs at this cutoff.
+        assert_eq!(labels.len(), 9 * runs);
+        // ito's blocking style against tokio's and Scala's: one run of each a round, the
+        // order reversed every other round.
+        let of = |series: &str| -> Vec<usize> {
+            labels
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains(series))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let (ito, tokio, scala) = (of("ito/wait "), of("tokio/wait "), of("scala/await "));
+        assert_eq!(ito.len(), runs);
+        for round in 0..runs {
+            let in_round = |i: usize| i / 9 == round;
+            assert!(in_round(ito[round]) && in_round(tokio[round]) && in_round(scala[round]));
+            if round % 2 == 0 {
+                assert!(ito[round] < tokio[round] && tokio[round] < scala[round]);
+            } else {
+                assert!(ito[round] > tokio[round] && tokio[round] > scala[round]);
+            }
+            let want = format!("run {}", round + 1);
+            assert!(
+                labels[ito[round]].ends_with(&want),
+                "{}",
+                labels[ito[round]]
+            );
+        }
+        // Each run is a step of its own: one measurement, one child process.
+        let step = p
+            .steps
+            .iter()
+            .find(|s| s.label.contains("ito/wait cutoff 10 run 2"))
+            .unwrap();
+        let repeat = step.args.iter().position(|a| a == "--repeat").unwrap();
+        assert_eq!(step.args[repeat + 1], "1");
+        assert_eq!(step.series.as_deref(), Some("fib ito/wait"));
+        // The sequential references alternate too.
+        let seq: Vec<&str> = p
+            .steps
+            .iter()
+            .filter(|s| s.label.contains("seq run "))
+            .map(|s| s.label.as_str())
+            .take(4)
+            .collect();
+        assert_eq!(
+            seq,
+            [
+                "fib(34) seq run 1",
+                "fib(34) scala/seq run 1",
+                "fib(34) scala/seq run 2",
+                "fib(34) seq run 2"
+            ]
+        );
+    }
+
+    #[test]
+    fn interleaving_takes_every_run_once_and_cells_of_unequal_length_run_out() {
+        let step = |label: &str| Step::bench(Doc::D000, label, &[], 1.0, 1.0);
+        let cells = vec![
+            vec![step("a1"), step("a2"), step("a3")],
+            vec![step("b1")],
+            vec![step("c1"), step("c2")],
+        ];
+        let order: Vec<String> = interleave(cells).into_iter().map(|s| s.label).collect();
+        assert_eq!(order, ["a1", "b1", "c1", "c2", "a2", "a3"]);
+    }
 }

@@ -391,14 +391,6 @@ impl WorkerCtx {
             if let Some(t) = super::steal::steal_retrying(&self.shared.injector) {
                 return Some(t);
             }
-            // The oldest task of this worker's own deque gets the same turn. The deque runs
-            // newest first, so a worker whose tasks keep spawning successors would otherwise
-            // never come back to a task queued below them (a woken task moved out of the LIFO
-            // slot, say): with this turn, a task waits at most this interval for each task
-            // queued below it.
-            if let Some(t) = self.slot.steal_one() {
-                return Some(t);
-            }
         }
         if self.lifo_streak.get() < MAX_LIFO_STREAK {
             if let Some(t) = self.lifo.take() {
@@ -410,8 +402,8 @@ impl WorkerCtx {
                 // Give the deque a turn: its newest task runs now, the LIFO task right after.
                 Some(next) => {
                     self.lifo_streak.set(0);
-                    self.local.push(t);
-                    self.shared.notify_work(false);
+                    self.shared.injector.push(t);
+                    self.shared.notify_work(true);
                     next
                 }
                 // Nothing queued here to give a turn to (the injector gets its turn every

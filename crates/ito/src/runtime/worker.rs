@@ -90,6 +90,9 @@ pub(crate) struct WorkerCtx {
     pub(super) idler: Idler,
     lifo: Cell<Option<TaskRef>>,
     lifo_streak: Cell<u32>,
+    /// A LIFO task that the streak rule made wait for one deque task: it runs next, before
+    /// anything the deque task pushes (which would bury it in the deque for good).
+    bumped: Cell<Option<TaskRef>>,
     tick: Cell<u32>,
     /// Tasks left to run before the next look at the I/O driver (`Builder::event_interval`).
     io_countdown: Cell<u32>,
@@ -249,6 +252,7 @@ pub(super) fn main(
         idler: Idler::new(index, compensator, parker),
         lifo: Cell::new(None),
         lifo_streak: Cell::new(0),
+        bumped: Cell::new(None),
         tick: Cell::new(0),
         io_countdown: Cell::new(shared.event_interval),
         rng: Cell::new(
@@ -392,6 +396,9 @@ impl WorkerCtx {
                 return Some(t);
             }
         }
+        if let Some(t) = self.bumped.take() {
+            return Some(t);
+        }
         if self.lifo_streak.get() < MAX_LIFO_STREAK {
             if let Some(t) = self.lifo.take() {
                 self.lifo_streak.set(self.lifo_streak.get() + 1);
@@ -402,8 +409,7 @@ impl WorkerCtx {
                 // Give the deque a turn: its newest task runs now, the LIFO task right after.
                 Some(next) => {
                     self.lifo_streak.set(0);
-                    self.shared.injector.push(t);
-                    self.shared.notify_work(true);
+                    self.bumped.set(Some(t));
                     next
                 }
                 // Nothing queued here to give a turn to (the injector gets its turn every
@@ -539,9 +545,12 @@ impl WorkerCtx {
             && !self.loops.is_borrowed()
     }
 
-    /// Moves the task in the LIFO slot to the deque, where others can steal it (this thread
-    /// is about to block or retire).
+    /// Moves the tasks in the LIFO and bumped slots to the deque, where others can steal them
+    /// (this thread is about to block or retire).
     pub(super) fn flush_lifo(&self) {
+        if let Some(t) = self.bumped.take() {
+            self.local.push(t);
+        }
         if let Some(t) = self.lifo.take() {
             self.local.push(t);
         }
@@ -568,6 +577,9 @@ impl WorkerCtx {
     /// Cancels the task in the LIFO slot, which no other thread can see (shutdown called from
     /// this worker).
     pub(super) fn cancel_lifo(&self) {
+        if let Some(t) = self.bumped.take() {
+            t.cancel();
+        }
         if let Some(t) = self.lifo.take() {
             t.cancel();
         }
@@ -575,9 +587,7 @@ impl WorkerCtx {
 
     /// Cancels whatever is left in this worker's queues (shutdown).
     pub(super) fn drain(&self) {
-        if let Some(t) = self.lifo.take() {
-            t.cancel();
-        }
+        self.cancel_lifo();
         while let Some(t) = self.local.pop() {
             t.cancel();
         }
@@ -625,6 +635,9 @@ impl Seeker for WorkerCtx {
         let lifo = self.lifo.take();
         let some = lifo.is_some();
         self.lifo.set(lifo);
+        let bumped = self.bumped.take();
+        let some = some || bumped.is_some();
+        self.bumped.set(bumped);
         some || !self.local.is_empty()
     }
     fn io_unwatched(&self) -> bool {

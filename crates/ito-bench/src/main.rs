@@ -56,6 +56,7 @@ mod pool;
 mod seeds;
 mod stm_bank;
 mod trace;
+mod watchdog;
 
 use std::process::ExitCode;
 

@@ -1,17 +1,20 @@
 //! Measurement plumbing: the JSON record, the peak-thread sampler (which doubles as the
 //! in-process watchdog), peak RSS, commit and CPU count, the child-process runner with a
-//! wall-clock timeout, and the JSONL / CSV sinks.
+//! wall-clock timeout, and the JSONL / CSV sinks. The watchdogs themselves are in
+//! `watchdog.rs`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+pub(crate) use crate::watchdog::{SharedWatchdog, Watchdog};
 
 /// One measurement, printed as one JSON line (and one CSV row).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -516,91 +519,6 @@ pub(crate) fn csv_field(s: &str) -> String {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_owned()
-    }
-}
-
-/// A thread that calls `on_timeout` unless finished within `limit`.
-pub(crate) struct Watchdog {
-    done: Option<mpsc::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Watchdog {
-    /// Starts the watchdog.
-    pub(crate) fn start(limit: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Watchdog {
-        let (done, rx) = mpsc::channel::<()>();
-        let thread = thread::Builder::new()
-            .name("ito-bench-watchdog".into())
-            .spawn(move || {
-                if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                    on_timeout();
-                }
-            })
-            .expect("spawning the watchdog thread");
-        Watchdog {
-            done: Some(done),
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops the watchdog (the callback will not run).
-    pub(crate) fn finish(mut self) {
-        drop(self.done.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// What an armed [`SharedWatchdog`] calls when its run is late.
-type Alarm = Box<dyn FnOnce() + Send>;
-
-/// One watchdog thread for many short runs: [`arm`](Self::arm) before a run,
-/// [`disarm`](Self::disarm) after. Unlike [`Watchdog`] it starts no thread per run, and
-/// arming wakes nobody (the thread polls every [`SharedWatchdog::POLL`]), so runs of a few
-/// microseconds are not disturbed; a late run is caught within that period of its limit.
-pub(crate) struct SharedWatchdog {
-    armed: Arc<std::sync::Mutex<Option<(Instant, Alarm)>>>,
-}
-
-impl SharedWatchdog {
-    /// How often the thread looks at the armed deadline.
-    pub(crate) const POLL: Duration = Duration::from_millis(20);
-
-    /// Starts the thread (it lives as long as the process).
-    pub(crate) fn start() -> SharedWatchdog {
-        let armed: Arc<std::sync::Mutex<Option<(Instant, Alarm)>>> = Arc::default();
-        let slot = Arc::clone(&armed);
-        thread::Builder::new()
-            .name("ito-bench-watchdog".into())
-            .spawn(move || {
-                loop {
-                    thread::sleep(Self::POLL);
-                    let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
-                    if g.as_ref()
-                        .is_some_and(|(deadline, _)| Instant::now() >= *deadline)
-                    {
-                        let (_, alarm) = g.take().expect("checked above");
-                        drop(g);
-                        alarm();
-                    }
-                }
-            })
-            .expect("spawning the watchdog thread");
-        SharedWatchdog { armed }
-    }
-
-    /// Calls `on_timeout` (from the watchdog thread) unless disarmed within `limit`.
-    pub(crate) fn arm(&self, limit: Duration, on_timeout: impl FnOnce() + Send + 'static) {
-        let deadline = Instant::now() + limit;
-        *self.armed.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((deadline, Box::new(on_timeout)));
-    }
-
-    /// Cancels the armed deadline.
-    pub(crate) fn disarm(&self) {
-        let alarm = self.armed.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(alarm);
     }
 }
 

@@ -215,6 +215,18 @@ fn race_worker(
     assert_settled(sleep);
 }
 
+/// Worker 0 takes a push made beside the compensation thread `comp`, which ends retired:
+/// one thread is left acting as a worker, and the counts have settled.
+fn worker_gets_a_push_beside(sleep: &Arc<Sleep>, queue: &Arc<Queue>, comp: thread::JoinHandle<()>) {
+    let pusher = spawn_pusher(sleep, queue, 1);
+    let idler = Idler::new(0, false, sleep.new_parker(0));
+    work_until(sleep, queue, &idler, 1);
+    comp.join().unwrap();
+    pusher.join().unwrap();
+    assert_eq!(sleep.active(), 1);
+    assert_settled(sleep);
+}
+
 /// A push from outside racing a worker that falls asleep without having searched.
 #[test]
 fn loom_park_push_races_a_worker_falling_asleep() {
@@ -344,13 +356,7 @@ fn loom_park_a_retiring_compensator_hands_its_wake_up_on() {
             assert!(s1.sleep(idler, seeker).is_none(), "it never searched");
             assert!(s1.retire(idler, seeker), "the only surplus thread retires");
         });
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        work_until(&sleep, &queue, &idler, 1);
-        comp.join().unwrap();
-        pusher.join().unwrap();
-        assert_eq!(sleep.active(), 1);
-        assert_settled(&sleep);
+        worker_gets_a_push_beside(&sleep, &queue, comp);
     });
 }
 
@@ -395,13 +401,7 @@ fn loom_park_a_compensator_that_retires_after_seeing_work_hands_it_on() {
             assert!(seeker.should_retire());
             assert!(s1.retire(idler, &seeker), "the only surplus thread retires");
         });
-        let pusher = spawn_pusher(&sleep, &queue, 1);
-        let idler = Idler::new(0, false, sleep.new_parker(0));
-        work_until(&sleep, &queue, &idler, 1);
-        comp.join().unwrap();
-        pusher.join().unwrap();
-        assert_eq!(sleep.active(), 1);
-        assert_settled(&sleep);
+        worker_gets_a_push_beside(&sleep, &queue, comp);
     });
 }
 

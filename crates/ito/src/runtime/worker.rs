@@ -6,12 +6,11 @@
 //! The loop:
 //!
 //! 1. every [`INJECTOR_INTERVAL`] tasks, take the injector's oldest task first (fairness for
-//!    tasks spawned from outside), or else the oldest of its own deque (fairness for tasks
-//!    queued below a stream of new ones); and every `Builder::event_interval` tasks, look at
-//!    the I/O driver without blocking;
+//!    tasks spawned from outside); and every `Builder::event_interval` tasks, look at the I/O
+//!    driver without blocking;
 //! 2. the LIFO slot (the task this worker just woke), at most [`MAX_LIFO_STREAK`] times in a
-//!    row (then the deque's newest task gets a turn), then its own deque (newest first),
-//!    then the injector;
+//!    row (then the deque's newest task gets a turn, and the LIFO task waits in the bumped
+//!    slot to run right after it), then its own deque (newest first), then the injector;
 //! 3. steal one task (the oldest) from a victim's deque, starting at a random victim (a
 //!    batch if the victim's deque is long, [`BATCH_STEAL_MIN`]); from the injector, a batch;
 //! 4. keep looking for a short while, then sleep (`park/`).
@@ -574,8 +573,8 @@ impl WorkerCtx {
         }
     }
 
-    /// Cancels the task in the LIFO slot, which no other thread can see (shutdown called from
-    /// this worker).
+    /// Cancels the tasks in the LIFO and bumped slots, which no other thread can see
+    /// (shutdown called from this worker).
     pub(super) fn cancel_lifo(&self) {
         if let Some(t) = self.bumped.take() {
             t.cancel();
@@ -632,11 +631,9 @@ impl Seeker for WorkerCtx {
         }
     }
     fn has_local_work(&self) -> bool {
-        let lifo = self.lifo.take();
-        let some = lifo.is_some();
+        let (lifo, bumped) = (self.lifo.take(), self.bumped.take());
+        let some = lifo.is_some() || bumped.is_some();
         self.lifo.set(lifo);
-        let bumped = self.bumped.take();
-        let some = some || bumped.is_some();
         self.bumped.set(bumped);
         some || !self.local.is_empty()
     }

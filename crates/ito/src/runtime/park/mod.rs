@@ -278,7 +278,7 @@ impl Sleep {
 
     /// A compensation thread steps back if more threads act as workers than `workers`.
     /// Returns whether it did.
-    pub(crate) fn try_retire(&self) -> bool {
+    pub(super) fn try_retire(&self) -> bool {
         let mut a = self.active.load(Ordering::Relaxed);
         loop {
             if a <= self.workers {

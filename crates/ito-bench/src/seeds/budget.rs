@@ -3,11 +3,18 @@
 //! longer than [`RUN_BUDGET_S`] a run is not run, nor is any finer cutoff of the series.
 //!
 //! A series runs coarse to fine, and a finer cutoff makes more tasks, so a run never gets
-//! cheaper down a series. The prediction is the last measured cutoff's median run time times
-//! the growth from the cutoff before it to that one ([`predict`]); with one measured cutoff,
-//! times [`FIRST_GROWTH`]. A cutoff not run for the budget is recorded as not run (`"not_run":
-//! true`, `"over_budget": true`): the report shows it as not measured, never as a loss. The
-//! decision is taken once per cutoff, so a cutoff's runs are all run or none is.
+//! cheaper down a series. The prediction ([`predict`]) is the larger of two:
+//!
+//! - the last measured cutoff's median run time times the growth from the cutoff before it
+//!   to that one (with one measured cutoff, times [`FIRST_GROWTH`]);
+//! - the task count's growth: the series' cheapest run is the work, the rest of the last run
+//!   is the cost of its tasks, and fib's task count grows by the golden ratio a cutoff. The
+//!   measured growth alone reads a noisy pair of runs; where the coarser run was slow, it
+//!   predicted a third of what the next cutoff then took.
+//!
+//! A cutoff not run for the budget is recorded as not run (`"not_run": true`,
+//! `"over_budget": true`): the report shows it as not measured, never as a loss. The decision
+//! is taken once per cutoff, in the first round, so a cutoff's runs are all run or none is.
 
 use std::collections::HashMap;
 
@@ -26,16 +33,22 @@ pub(crate) const FIRST_GROWTH: f64 = 12.0;
 /// reason).
 pub(crate) const OVER_BUDGET: &str = "over the time budget";
 
-/// The run time of the next cutoff of a series whose measured cutoffs (coarse to fine) took
-/// `medians` seconds a run; `None` before any was measured.
-pub(crate) fn predict(medians: &[f64]) -> Option<f64> {
-    let (&last, before) = medians.split_last()?;
+/// The growth of fib's task count from one cutoff to the next finer one.
+const TASK_GROWTH: f64 = 1.618_033_988_749_895;
+
+/// The run time at cutoff `next` of a series whose measured cutoffs (coarse to fine) took
+/// `medians` (cutoff, seconds) a run; `None` before any was measured.
+pub(crate) fn predict(medians: &[(u64, f64)], next: u64) -> Option<f64> {
+    let (&(at, last), before) = medians.split_last()?;
     let growth = match before.last() {
         // A run does not get cheaper down a series: a smaller ratio is noise.
-        Some(&prev) if prev > 0.0 => (last / prev).max(1.0),
+        Some(&(_, prev)) if prev > 0.0 => (last / prev).max(1.0),
         _ => FIRST_GROWTH,
     };
-    Some(last * growth)
+    let work = medians.iter().map(|m| m.1).fold(last, f64::min);
+    let steps = i32::try_from(at.saturating_sub(next)).unwrap_or(i32::MAX);
+    let by_tasks = work + (last - work) * TASK_GROWTH.powi(steps);
+    Some((last * growth).max(by_tasks))
 }
 
 /// The run times of every fib series so far, and the cutoffs not run for the budget.
@@ -64,13 +77,13 @@ impl Budget {
             return why.clone();
         }
         let why = s.stopped.clone().or_else(|| {
-            let medians: Vec<f64> = s
+            let medians: Vec<(u64, f64)> = s
                 .measured
                 .iter()
                 .filter(|(c, _)| *c != cutoff)
-                .filter_map(|(_, runs)| median(runs))
+                .filter_map(|(c, runs)| Some((*c, median(runs)?)))
                 .collect();
-            let predicted = predict(&medians)?;
+            let predicted = predict(&medians, cutoff)?;
             (predicted > RUN_BUDGET_S).then(|| {
                 format!(
                     "{OVER_BUDGET}: a run at cutoff {cutoff} predicted to take {predicted:.0} s, \
@@ -108,11 +121,24 @@ mod tests {
 
     #[test]
     fn the_prediction_is_the_last_time_times_the_last_growth() {
-        assert_eq!(predict(&[]), None);
-        assert_eq!(predict(&[0.5]), Some(0.5 * FIRST_GROWTH));
-        assert_eq!(predict(&[0.5, 2.0]), Some(8.0));
+        assert_eq!(predict(&[], 5), None);
+        assert_eq!(predict(&[(10, 0.5)], 5), Some(0.5 * FIRST_GROWTH));
+        assert_eq!(predict(&[(35, 0.5), (30, 2.0)], 29), Some(8.0));
         // Faster at a finer cutoff is noise: no growth, never a shrink.
-        assert_eq!(predict(&[2.0, 1.0]), Some(1.0));
+        assert_eq!(predict(&[(35, 2.0), (30, 1.0)], 29), Some(1.0));
+    }
+
+    #[test]
+    fn the_cost_of_the_tasks_grows_with_their_count_even_where_one_growth_looked_small() {
+        // Seen: 0.11 s of work, 0.6 s at cutoff 15, 3.07 s at 10; cutoff 5 then took 34-41 s.
+        let measured = [(20, 0.11), (15, 0.6), (10, 3.07)];
+        let p = predict(&measured, 5).unwrap();
+        let tasks = 0.11 + (3.07 - 0.11) * TASK_GROWTH.powi(5);
+        assert!((p - tasks).abs() < 1e-9, "{p}");
+        assert!(p > RUN_BUDGET_S && 3.07 * (3.07 / 0.6) < RUN_BUDGET_S);
+        // Where the work dominates, a finer cutoff is predicted to cost about the same.
+        let p = predict(&[(40, 0.14), (35, 0.12), (30, 0.11)], 25).unwrap();
+        assert!((0.11..0.12).contains(&p), "{p}");
     }
 
     #[test]

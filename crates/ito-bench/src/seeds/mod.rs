@@ -567,6 +567,7 @@ mod tests {
             needs: Vec::new(),
             provides: None,
             ito_step: true,
+            round: 1,
         };
         let rec = |over_budget: bool| {
             serde_json::json!({"experiment": "fib", "impl": "ito", "ok": false,

@@ -1,10 +1,15 @@
 //! Which steps `seeds` runs, at which sizes, under which timeouts.
 //!
-//! The runs of one configuration alternate between ito and its peers, so that a drift of
-//! the machine's load reaches both: where each run is a step of its own (fib, and the Scala
-//! peer's one JVM a run), the plan alternates them ([`steps::interleave`]); every other
-//! experiment measures all its implementations in one invocation, which alternates them run
-//! by run itself.
+//! Every step runs one run of each cell it measures, in a child process of its own, and the
+//! plan runs in rounds ([`in_rounds`]): the setups first, then one run of every cell, then
+//! the second run of every cell, and so on. So a cell's runs are minutes apart, in separate
+//! processes: its spread holds the machine's slow drifts and whatever a process draws at its
+//! start (memory layout, thread placement), which runs seconds apart in one process would
+//! share and hide. Within a round, the runs of one configuration alternate between ito and
+//! its peers, so that both see the same load: where each implementation's run is a step of
+//! its own (fib, and the Scala peer's one JVM a run) the plan alternates them
+//! ([`steps::interleave`]); every other experiment measures all its implementations in one
+//! invocation, which alternates them itself.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -165,6 +170,8 @@ pub(crate) struct Step {
     pub(crate) provides: Option<&'static str>,
     /// Whether the step measures ito (a failure of it is a failure of the command).
     pub(crate) ito_step: bool,
+    /// The round the step runs in ([`in_rounds`]); setups run before every round.
+    pub(crate) round: u32,
 }
 
 impl Step {
@@ -190,8 +197,37 @@ impl Step {
             needs: Vec::new(),
             provides: None,
             ito_step: true,
+            round: 1,
         }
     }
+
+    /// This step, which measures `--repeat runs` runs of each of its cells, as `runs` steps
+    /// of one run each, one a round.
+    fn one_a_round(self, runs: u32) -> impl Iterator<Item = Step> {
+        let at = self.args.iter().position(|a| a == "--repeat");
+        (1..=runs).map(move |round| {
+            let mut step = self.clone();
+            if let Some(at) = at {
+                step.args[at + 1] = "1".into();
+            }
+            if runs > 1 {
+                step.label = format!("{}, round {round} of {runs}", self.label);
+            }
+            step.estimate = self.estimate / runs.max(1);
+            step.round = round;
+            step
+        })
+    }
+}
+
+/// The steps in rounds: the setups (in plan order), then every step of round 1, then of
+/// round 2, and so on, each round in plan order.
+fn in_rounds(steps: Vec<Step>) -> Vec<Step> {
+    let (mut out, mut runs): (Vec<Step>, Vec<Step>) =
+        steps.into_iter().partition(|s| s.provides.is_some());
+    runs.sort_by_key(|s| s.round);
+    out.extend(runs);
+    out
 }
 
 /// The steps of one run.
@@ -208,7 +244,9 @@ impl Plan {
         let mut steps = Vec::new();
         let wants = |d: Doc| cfg.only.is_empty() || cfg.only.contains(&d);
         if cfg.pictures != PictureSteps::Only {
-            measure_steps(&mut steps, cfg, &s, workers);
+            let mut measured = Vec::new();
+            measure_steps(&mut measured, cfg, &s, workers);
+            steps = in_rounds(measured);
         } else if wants(Doc::D002) {
             tree_steps(&mut steps, &s, cfg);
         }
@@ -270,13 +308,16 @@ fn measure_steps(steps: &mut Vec<Step>, cfg: &Config, s: &Sizes, workers: usize)
             Size::Quick => 2.0,
             Size::Full => 90.0,
         };
-        steps.push(Step::bench(
-            Doc::D000,
-            "join: fib, tree, sort, nqueens",
-            &args,
-            600.0,
-            est,
-        ));
+        steps.extend(
+            Step::bench(
+                Doc::D000,
+                "join: fib, tree, sort, nqueens",
+                &args,
+                600.0,
+                est,
+            )
+            .one_a_round(s.cell_runs),
+        );
     }
     if wants(Doc::D001) {
         chain_steps(steps, s, workers, peers);
@@ -297,22 +338,14 @@ fn measure_steps(steps: &mut Vec<Step>, cfg: &Config, s: &Sizes, workers: usize)
         ];
         let mut pp = vec!["ping-pong", "--rounds", &rounds];
         pp.extend(common);
-        steps.push(Step::bench(
-            Doc::D001,
-            "ping-pong",
-            &pp,
-            300.0,
-            s.msg_rounds as f64 * 1e-6 * 3.0 + 0.1,
-        ));
         let mut fi = vec!["fan-in", "--senders", "8", "--messages", &rounds];
         fi.extend(common);
-        steps.push(Step::bench(
-            Doc::D001,
-            "fan-in",
-            &fi,
-            300.0,
-            s.msg_rounds as f64 * 1e-6 * 8.0 + 0.1,
-        ));
+        // Seconds a message, for the estimate.
+        for (label, args, per) in [("ping-pong", pp, 3e-6), ("fan-in", fi, 8e-6)] {
+            let est = s.msg_rounds as f64 * per + 0.1;
+            let step = Step::bench(Doc::D001, label, &args, 300.0, est);
+            steps.extend(step.one_a_round(s.cell_runs));
+        }
     }
     if wants(Doc::D002) {
         find_steps(steps, s, cfg);
@@ -347,9 +380,9 @@ fn measure_steps(steps: &mut Vec<Step>, cfg: &Config, s: &Sizes, workers: usize)
             if audit {
                 args.push("--audit");
             }
-            let reps: f64 = repeat.parse().unwrap_or(1.0);
-            let est = s.bank_ops as f64 * 1e-7 * 6.0 * reps + 0.1;
-            steps.push(Step::bench(Doc::D004, label, &args, 600.0, est));
+            let reps: u32 = repeat.parse().unwrap_or(1);
+            let est = s.bank_ops as f64 * 1e-7 * 6.0 * f64::from(reps) + 0.1;
+            steps.extend(Step::bench(Doc::D004, label, &args, 600.0, est).one_a_round(reps));
         }
     }
 }

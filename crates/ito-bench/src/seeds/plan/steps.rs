@@ -133,6 +133,7 @@ impl FibStep<'_> {
         step.template = Some(to_value(&template));
         step.series = (!seq).then(|| format!("fib {imp}/{style}"));
         step.ito_step = seq || imp == "ito";
+        step.round = run;
         step
     }
 
@@ -168,6 +169,7 @@ impl FibStep<'_> {
         step.series = (!seq).then(|| format!("fib scala/{style}"));
         step.needs = vec!["scala"];
         step.ito_step = false;
+        step.round = run;
         step
     }
 }
@@ -237,8 +239,8 @@ pub(super) fn chain_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize, peer
             "--timeout-s",
             &t,
         ];
-        let limit = (s.chain_timeout_s + 5.0) * 4.0 * f64::from(repeat);
-        steps.push(Step::bench(Doc::D001, label, &args, limit, est));
+        let limit = (s.chain_timeout_s + 5.0) * 4.0;
+        steps.extend(Step::bench(Doc::D001, label, &args, limit, est).one_a_round(repeat));
     };
     for &n in s.chain_n {
         add(n, imps, s.cell_runs, format!("chain of {n}: {imps}"));
@@ -302,7 +304,7 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
                 Doc::D002,
                 format!(
                     "find -j {w} ({key}): ito-find, GNU find, fd, find_par, find_par_sem, \
-                     {step} of {}",
+                     round {step} of {}",
                     s.cell_runs
                 ),
                 &[
@@ -325,6 +327,7 @@ pub(super) fn find_steps(steps: &mut Vec<Step>, s: &Sizes, cfg: &Config) {
             } else {
                 vec!["ito-find", key]
             };
+            find.round = step;
             steps.push(find);
         }
     }
@@ -419,13 +422,9 @@ pub(super) fn pool_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
         ];
         // 4 modes (3 of them with each pool size) x 2 callers x 2 impls, each a child process.
         let configs = if tasks == "10000" { 16.0 } else { 28.0 } * f64::from(s.cell_runs);
-        steps.push(Step::bench(
-            Doc::D003,
-            label,
-            &args,
-            900.0 * f64::from(s.cell_runs),
-            configs * per,
-        ));
+        steps.extend(
+            Step::bench(Doc::D003, label, &args, 900.0, configs * per).one_a_round(s.cell_runs),
+        );
     }
 }
 
@@ -461,19 +460,17 @@ pub(super) fn futures_steps(steps: &mut Vec<Step>, s: &Sizes, workers: usize) {
         } else {
             1
         };
-        for step in 1..=steps_of {
-            let label = if steps_of == 1 {
-                format!("futures {bench}")
-            } else {
-                format!("futures {bench}, {step} of {steps_of}")
-            };
-            steps.push(Step::bench(
-                Doc::D004,
-                label,
-                &args,
-                600.0,
-                0.1 + reps * per_rep * 3.0,
-            ));
+        let est = 0.1 + reps * per_rep * 3.0;
+        if steps_of == 1 {
+            let step = Step::bench(Doc::D004, format!("futures {bench}"), &args, 600.0, est);
+            steps.extend(step.one_a_round(s.cell_runs));
+        } else {
+            for round in 1..=steps_of {
+                let label = format!("futures {bench}, round {round} of {steps_of}");
+                let mut step = Step::bench(Doc::D004, label, &args, 600.0, est);
+                step.round = round;
+                steps.push(step);
+            }
         }
     }
 }
@@ -487,7 +484,11 @@ mod tests {
     use super::*;
 
     fn plan(size: Size, peers: PeerPolicy) -> Plan {
-        Plan::build(&Config {
+        Plan::build(&config(size, peers))
+    }
+
+    fn config(size: Size, peers: PeerPolicy) -> Config {
+        Config {
             size,
             peers,
             only: vec![Doc::D000],
@@ -497,7 +498,7 @@ mod tests {
             ito_find: None,
             pictures: PictureSteps::No,
             traces: PathBuf::from("/tmp/traces"),
-        })
+        }
     }
 
     /// The labels of the fib steps at `cutoff`, in plan order.
@@ -570,6 +571,41 @@ mod tests {
                 "fib(34) seq run 2"
             ]
         );
+    }
+
+    #[test]
+    fn the_plan_runs_in_rounds_of_one_run_of_every_cell_each_step_its_own_process() {
+        let p = Plan::build(&Config {
+            only: Vec::new(),
+            ..config(Size::Full, PeerPolicy::All)
+        });
+        let runs = Sizes::of(Size::Full).cell_runs;
+        let setups = p.steps.iter().take_while(|s| s.provides.is_some()).count();
+        assert_eq!(setups, 4, "Scala, ito-find and the two trees come first");
+        assert!(p.steps[setups..].iter().all(|s| s.provides.is_none()));
+        // Rounds never go back.
+        let rounds: Vec<u32> = p.steps[setups..].iter().map(|s| s.round).collect();
+        assert!(rounds.windows(2).all(|w| w[0] <= w[1]), "{rounds:?}");
+        assert_eq!(rounds.last(), Some(&runs));
+        // A cell measured in one invocation (join) has one step a round, of one run.
+        let join: Vec<&Step> = p
+            .steps
+            .iter()
+            .filter(|s| s.label.starts_with("join"))
+            .collect();
+        assert_eq!(join.len(), runs as usize);
+        for (i, step) in join.iter().enumerate() {
+            assert_eq!(step.round, i as u32 + 1);
+            let at = step.args.iter().position(|a| a == "--repeat").unwrap();
+            assert_eq!(step.args[at + 1], "1", "{}", step.label);
+        }
+        // So does every step that repeats: none measures two runs of a cell.
+        for step in &p.steps[setups..] {
+            if let Some(at) = step.args.iter().position(|a| a == "--repeat") {
+                let first = step.label.starts_with("futures first-completed");
+                assert!(first || step.args[at + 1] == "1", "{}", step.label);
+            }
+        }
     }
 
     #[test]

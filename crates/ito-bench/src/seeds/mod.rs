@@ -27,7 +27,7 @@
 //! ([`collect`]), and appended to `DIR/results.jsonl` as it comes. At the end: one CSV per
 //! experiment ([`csv`]), one SVG plot per experiment ([`plot`]) and `DIR/report.md`
 //! ([`report`]): for each document, what it measured, its published figures
-//! ([`published`]), ours beside them (each cell's median, interquartile range and run count,
+//! ([`published`]), ours beside them (each cell's median, interquartile range, run count and range,
 //! wall time and CPU time), the ratio to each peer and the verdict at each configuration
 //! ([`analysis`]); with `--compare`, the verdicts that differ from a recorded run's
 //! ([`compare`]). `docs/benchmarks.md` says how a verdict is reached.

@@ -1,6 +1,6 @@
 //! `report.md`: the run, a headline (every configuration where ito is not better than a
 //! peer), then for each document what it measured, its published figures, ours beside them
-//! (median, interquartile range and run count of every cell), the ratio to each peer and the
+//! (median, interquartile range, run count and range of every cell), the ratio to each peer and the
 //! verdict at each configuration, and the plots.
 
 use std::fmt::Write as _;
@@ -30,10 +30,12 @@ pub(crate) fn render(
     let _ = writeln!(
         md,
         "A cell is the median of its runs, with the interquartile range (first to third \
-         quartile) and the run count: `median (q1-q3, n=runs)`. Ratios are ito's median cost \
-         over the peer's (time, or the inverse of a throughput or an accuracy): below 1, ito \
-         is cheaper. The verdict at a configuration is *better* or *worse* only where the two \
-         interquartile ranges do not overlap, *tie* where they do, and *too few runs* where a \
+         quartile), the run count and the range (smallest to largest run): `median (q1-q3, \
+         n=runs) [min-max]`. Ratios are ito's median cost over the peer's (time, or the \
+         inverse of a throughput or an accuracy): below 1, ito is cheaper. The verdict at a \
+         configuration is *better* or *worse* only where the two ranges do not overlap, *tie* \
+         where they do (the interquartile ranges of five runs from one distribution lie apart \
+         one time in five; the ranges one time in 126), and *too few runs* where a \
          cell has fewer than {} runs ({} for runs over {} s). *T/O*: no result within the \
          timeout; *failed*: a crash or a wrong result; *not run*: a coarser cutoff of the same \
          series had already failed (as in document 000's plot); *{}*: not run, because a \
@@ -190,11 +192,13 @@ fn cell_text(c: &Cell) -> String {
     match c {
         Cell::Value(s) if s.runs == 1 => format!("{} (n=1)", format_num(s.median)),
         Cell::Value(s) => format!(
-            "{} ({}-{}, n={})",
+            "{} ({}-{}, n={}) [{}-{}]",
             format_num(s.median),
             format_num(s.q1),
             format_num(s.q3),
-            s.runs
+            s.runs,
+            format_num(s.min),
+            format_num(s.max)
         ),
         Cell::Failed(e) if e.contains("timeout") => "T/O".to_owned(),
         Cell::Failed(_) => "failed".to_owned(),

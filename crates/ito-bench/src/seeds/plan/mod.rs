@@ -107,6 +107,8 @@ pub(crate) struct Config {
     pub(crate) pictures: PictureSteps,
     /// Where the timelines go.
     pub(crate) traces: PathBuf,
+    /// `--fib-n`: fib's argument in document 000 instead of the size's.
+    pub(crate) fib_n: Option<u64>,
 }
 
 /// Which steps of a run go in the plan.
@@ -239,7 +241,10 @@ pub(crate) struct Plan {
 impl Plan {
     /// The steps for `cfg`.
     pub(crate) fn build(cfg: &Config) -> Plan {
-        let s = Sizes::of(cfg.size);
+        let mut s = Sizes::of(cfg.size);
+        if let Some(n) = cfg.fib_n {
+            s.fib_n = n;
+        }
         let workers = measure::nproc();
         let mut steps = Vec::new();
         let wants = |d: Doc| cfg.only.is_empty() || cfg.only.contains(&d);

@@ -498,6 +498,7 @@ mod tests {
             ito_find: None,
             pictures: PictureSteps::No,
             traces: PathBuf::from("/tmp/traces"),
+            fib_n: None,
         }
     }
 
@@ -605,6 +606,25 @@ mod tests {
                 let first = step.label.starts_with("futures first-completed");
                 assert!(first || step.args[at + 1] == "1", "{}", step.label);
             }
+        }
+    }
+
+    #[test]
+    fn fib_n_sets_document_000s_argument() {
+        let p = Plan::build(&Config {
+            fib_n: Some(42),
+            ..config(Size::Full, PeerPolicy::None)
+        });
+        let fib: Vec<&Step> = p
+            .steps
+            .iter()
+            .filter(|s| s.label.starts_with("fib("))
+            .collect();
+        assert!(!fib.is_empty());
+        for step in fib {
+            assert!(step.label.starts_with("fib(42) "), "{}", step.label);
+            let at = step.args.iter().position(|a| a == "--n").unwrap();
+            assert_eq!(step.args[at + 1], "42");
         }
     }
 

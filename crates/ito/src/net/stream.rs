@@ -125,7 +125,7 @@ pub(crate) fn poll_write<S: StreamSocket>(
 where
     for<'a> &'a S: Read + Write,
 {
-    io.poll_io(cx, Direction::Write, |s| s.write_nosignal(buf))
+    io.poll_transfer(cx, Direction::Write, buf.len(), |s| s.write_nosignal(buf))
 }
 
 /// Writes from `bufs`, in order, with one call once the socket is writable.

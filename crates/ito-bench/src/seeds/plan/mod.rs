@@ -215,7 +215,7 @@ impl Step {
             if runs > 1 {
                 step.label = format!("{}, round {round} of {runs}", self.label);
             }
-            step.estimate = self.estimate / runs.max(1);
+            step.estimate = self.estimate / runs;
             step.round = round;
             step
         })
